@@ -1,0 +1,254 @@
+"""The HTTP layer: the :class:`Http` protocol sources depend on, politeness
+:class:`Rate` domains, the :class:`RetryPolicy`, and secret redaction."""
+
+from __future__ import annotations
+
+import email.utils
+import enum
+import logging
+import random
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+__all__ = [
+    "RETRYABLE_STATUSES",
+    "BulkHttp",
+    "Http",
+    "Rate",
+    "RetryPolicy",
+    "UpstreamUnavailable",
+    "redact_url",
+]
+
+log = logging.getLogger("litfetch_df.http")  # filter attached in install_log_redaction
+
+RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504})
+
+
+class Rate(enum.Enum):
+    """A named politeness domain: the minimum spacing of request starts to one host.
+
+    The value is ``(min_interval_seconds, max_in_flight)``; ``max_in_flight``
+    ``0`` means unbounded. Key presence decides keyed / unkeyed at the call site.
+    """
+
+    DEFAULT = (0.0, 0)
+    NCBI_UNKEYED = (0.34, 0)
+    NCBI_KEYED = (0.1, 0)
+    S2_UNKEYED = (1.0, 1)
+    S2_KEYED = (0.1, 0)
+    OPENALEX = (0.1, 0)
+    EUROPE_PMC = (0.05, 0)
+    CROSSREF = (0.1, 3)
+    UNPAYWALL = (0.02, 0)
+
+    @property
+    def min_interval(self) -> float:
+        """Minimum seconds between request starts to one host at this rate."""
+        return float(self.value[0])
+
+    @property
+    def max_in_flight(self) -> int:
+        """Most requests allowed in flight to one host at once (``0``: no bound)."""
+        return int(self.value[1])
+
+    @property
+    def per_second(self) -> float:
+        """Requests per second this rate allows (``inf`` when unpaced)."""
+        return float("inf") if self.min_interval == 0 else 1.0 / self.min_interval
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When and how :meth:`Session.get` retries.
+
+    Transport errors and statuses 429/500/502/503/504 are retried up to
+    ``max_attempts`` total tries, waiting ``uniform(0, base_delay * 2**n)``
+    (full jitter) capped at ``max_delay``. A 429/503 ``Retry-After`` (seconds or
+    an HTTP date) replaces the jittered wait, still capped at ``max_delay``.
+    """
+
+    max_attempts: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise ValueError("delays must not be negative")
+
+    def backoff(self, attempt: int, *, rng: random.Random | None = None) -> float:
+        """Return the jittered wait before retry number ``attempt`` (0-based)."""
+        upper = min(self.max_delay, self.base_delay * (2**attempt))
+        return (rng or random).uniform(0.0, upper)
+
+    def delay_for(
+        self, attempt: int, response: httpx.Response | None, *, now: float | None = None
+    ) -> float:
+        """Return the wait before retry ``attempt`` after ``response`` (``None``: transport error)."""
+        if response is not None and response.status_code in (429, 503):
+            after = parse_retry_after(response.headers.get("retry-after"), now=now)
+            if after is not None:
+                return min(after, self.max_delay)
+        return self.backoff(attempt)
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Return the seconds a ``Retry-After`` header asks for, or ``None`` if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+class UpstreamUnavailable(httpx.TransportError):
+    """A request that failed at the transport level after every retry.
+
+    Its message names the host and the (redacted) URL, never a credential.
+    """
+
+
+@runtime_checkable
+class Http(Protocol):
+    """The one-method surface a source or resolver depends on.
+
+    :class:`~litfetch_df.Session` implements it; a test fakes it with any
+    object that has ``get`` and ``contact``.
+    """
+
+    @property
+    def contact(self) -> str | None:
+        """The caller's contact email (polite-pool identity), if any."""
+        ...
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+        follow_redirects: bool = False,
+    ) -> httpx.Response:
+        """Issue a paced, retried GET and return the final response."""
+        ...
+
+
+@runtime_checkable
+class BulkHttp(Http, Protocol):
+    """An :class:`Http` that can also POST (for read-only bulk endpoints)."""
+
+    async def post(
+        self,
+        url: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+    ) -> httpx.Response:
+        """Issue a paced, retried, cacheable POST of a JSON body (a read, not a write)."""
+        ...
+
+
+# Names whose values are secrets, in a query string or as a header.
+SECRET_PARAMS: frozenset[str] = frozenset(
+    {"api_key", "apikey", "api-key", "key", "token", "access_token", "insttoken"}
+)
+SECRET_HEADERS: frozenset[str] = frozenset(
+    {
+        "x-api-key",
+        "x-els-apikey",
+        "x-els-insttoken",
+        "authorization",
+        "crossref-plus-api-token",
+        "proxy-authorization",
+        "cookie",
+    }
+)
+
+_SECRET_IN_TEXT = re.compile(
+    r"(?i)\b(api[_-]?key|apikey|key|token|access_token|insttoken)=([^&\s#\"']+)"
+)
+
+
+def redact_text(text: str) -> str:
+    """Replace the value of every ``api_key=…``-style pair in ``text`` with ``REDACTED``."""
+    return _SECRET_IN_TEXT.sub(lambda m: f"{m.group(1)}=REDACTED", text)
+
+
+def redact_url(url: str | httpx.URL) -> str:
+    """Return ``url`` as text with secret query values replaced by ``REDACTED``."""
+    return redact_text(str(url))
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Return a copy of ``headers`` with secret values replaced by ``REDACTED``."""
+    return {k: ("REDACTED" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def is_secret_header(name: str) -> bool:
+    """Return whether a header carries a credential."""
+    return name.lower() in SECRET_HEADERS
+
+
+def is_secret_param(name: str) -> bool:
+    """Return whether a query parameter carries a credential."""
+    return name.lower() in SECRET_PARAMS
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that scrubs credentials out of a record's message and args."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            if isinstance(record.args, Mapping):
+                record.args = {k: _scrub(v) for k, v in record.args.items()}
+            else:
+                record.args = tuple(_scrub(a) for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = redact_text(record.msg)
+        return True
+
+
+def _scrub(value: object) -> object:
+    if isinstance(value, str | httpx.URL):
+        return redact_text(str(value))
+    return value
+
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction() -> None:
+    """Attach the redacting filter to the loggers that print request URLs (idempotent)."""
+    for name in ("httpx", "httpcore", "litfetch_df"):
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+def get_logger(name: str) -> logging.Logger:
+    """Return the named logger with credential redaction attached."""
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger

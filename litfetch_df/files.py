@@ -1,0 +1,61 @@
+"""The file-set values: :class:`File` references, their :class:`FileKind`, and :class:`Blob` bytes."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Final
+
+__all__ = [
+    "ELSEVIER_XML",
+    "INSTITUTIONAL",
+    "JATS_XML",
+    "PDF",
+    "Blob",
+    "File",
+    "FileKind",
+]
+
+JATS_XML: Final = "application/jats+xml"
+"""JATS article XML; also used for BITS book-part XML from Bookshelf."""
+
+ELSEVIER_XML: Final = "application/vnd.elsevier+xml"
+"""Elsevier full-text retrieval XML."""
+
+PDF: Final = "application/pdf"
+"""Any PDF rendition."""
+
+INSTITUTIONAL: Final = "litfetch:institutional"
+"""``File.credential_key`` marker: fetching needs institutional entitlement (an EZproxy-style client)."""
+
+
+class FileKind(enum.Enum):
+    """What a file in the file-set is: the article text, or material beside it."""
+
+    BODY = "body"
+    SUPPLEMENTARY = "supplementary"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class File:
+    """A reference to one upstream file (no bytes); ``source`` names who can fetch it."""
+
+    kind: FileKind
+    source: str
+    media_type: str | None = None
+    uri: str | None = None
+    filename: str | None = None
+    credential_key: str | None = None
+    size_bytes: int | None = None
+    description: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Blob:
+    """The fetched bytes of a :class:`File`."""
+
+    file: File
+    content: bytes = dataclasses.field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"Blob(file={self.file!r}, content=<{len(self.content)} bytes>)"

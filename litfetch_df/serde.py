@@ -1,0 +1,103 @@
+"""JSON-able dict forms of the value types, for consumers that persist them.
+
+Each type has a ``*_to_dict`` / ``*_from_dict`` pair; a round trip is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .files import File, FileKind
+from .ids import FIELDS, ArticleIds
+from .metadata import Related, RelationType, SourceMetadata
+
+__all__ = [
+    "article_ids_from_dict",
+    "article_ids_to_dict",
+    "file_from_dict",
+    "file_to_dict",
+    "related_from_dict",
+    "related_to_dict",
+    "source_metadata_from_dict",
+    "source_metadata_to_dict",
+]
+
+
+def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a string or null, got {type(value).__name__}")
+    return value
+
+
+def article_ids_to_dict(ids: ArticleIds) -> dict[str, str | None]:
+    """Return ``ids`` as a dict with the four id fields (absent ones as ``None``)."""
+    return {name: getattr(ids, name) for name in FIELDS}
+
+
+def article_ids_from_dict(data: Mapping[str, Any]) -> ArticleIds:
+    """Rebuild an :class:`ArticleIds` from :func:`article_ids_to_dict` output."""
+    return ArticleIds(**{name: _opt_str(data, name) for name in FIELDS})
+
+
+def file_to_dict(file: File) -> dict[str, Any]:
+    """Return ``file`` as a JSON-able dict (``kind`` as its string value)."""
+    return {
+        "kind": file.kind.value,
+        "source": file.source,
+        "media_type": file.media_type,
+        "uri": file.uri,
+        "filename": file.filename,
+        "credential_key": file.credential_key,
+        "size_bytes": file.size_bytes,
+        "description": file.description,
+    }
+
+
+def file_from_dict(data: Mapping[str, Any]) -> File:
+    """Rebuild a :class:`File` from :func:`file_to_dict` output."""
+    size = data.get("size_bytes")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
+        raise ValueError(f"size_bytes must be an integer or null, got {size!r}")
+    source = data.get("source")
+    if not isinstance(source, str):
+        raise ValueError("source must be a string")
+    return File(
+        kind=FileKind(data["kind"]),
+        source=source,
+        media_type=_opt_str(data, "media_type"),
+        uri=_opt_str(data, "uri"),
+        filename=_opt_str(data, "filename"),
+        credential_key=_opt_str(data, "credential_key"),
+        size_bytes=size,
+        description=_opt_str(data, "description"),
+    )
+
+
+def source_metadata_to_dict(meta: SourceMetadata) -> dict[str, str | None]:
+    """Return ``meta`` as a dict of its three raw fields."""
+    return {"licence": meta.licence, "access": meta.access, "basis": meta.basis}
+
+
+def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
+    """Rebuild a :class:`SourceMetadata` from :func:`source_metadata_to_dict` output."""
+    return SourceMetadata(
+        licence=_opt_str(data, "licence"),
+        access=_opt_str(data, "access"),
+        basis=_opt_str(data, "basis"),
+    )
+
+
+def related_to_dict(related: Related) -> dict[str, Any]:
+    """Return ``related`` as ``{"relation": ..., "ids": {...}}``."""
+    return {"relation": related.relation.value, "ids": article_ids_to_dict(related.ids)}
+
+
+def related_from_dict(data: Mapping[str, Any]) -> Related:
+    """Rebuild a :class:`Related` from :func:`related_to_dict` output."""
+    return Related(RelationType(data["relation"]), article_ids_from_dict(data["ids"]))
+
+

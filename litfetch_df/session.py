@@ -1,0 +1,553 @@
+"""The :class:`Session`: one HTTP client, per-host pacing, retries, scope caches.
+
+A session is the object callers hold. Its scopes (children made with
+:meth:`Session.scope`) share the client and the per-host pacing state but each
+owns a short-lived response cache, so two sources that read the same upstream
+record inside one unit of work cost one request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json as jsonlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from . import _version
+from ._http import (
+    RETRYABLE_STATUSES,
+    Rate,
+    RetryPolicy,
+    UpstreamUnavailable,
+    get_logger,
+    install_log_redaction,
+    is_secret_header,
+    is_secret_param,
+    redact_url,
+)
+from .files import Blob, File, FileKind
+from .ids import ArticleIds
+from .metadata import Related, SourceMetadata
+
+if TYPE_CHECKING:
+    from .operations.types import Fetcher, FileSource, Resolver
+
+__all__ = ["CachedResponse", "NotInCache", "ResponseStore", "Session"]
+
+log = get_logger("litfetch_df.session")
+
+
+class NotInCache(UpstreamUnavailable):
+    """Raised in offline mode for a request the persistent cache cannot answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedResponse:
+    """A stored response: enough to rebuild an :class:`httpx.Response`."""
+
+    status_code: int
+    headers: tuple[tuple[str, str], ...]
+    content: bytes = field(repr=False)
+    url: str
+
+
+class ResponseStore(Protocol):
+    """What a persistent response cache offers the session (see :mod:`litfetch_df.cache`)."""
+
+    def load(self, key: str) -> CachedResponse | None:
+        """Return the live entry stored under ``key``, or ``None``."""
+        ...
+
+    def save(self, key: str, entry: CachedResponse, *, secrets: Sequence[str] = ()) -> None:
+        """Store ``entry`` under ``key``; every string in ``secrets`` is scrubbed first."""
+        ...
+
+
+def is_deterministic(status_code: int) -> bool:
+    """Return whether a response with this status may be cached (2xx, 3xx, 4xx but 429)."""
+    return status_code < 500 and status_code != 429
+
+
+def default_user_agent(contact: str | None) -> str:
+    """Return ``litfetch_df/<version>``, plus `` (mailto:<contact>)`` when a contact is set."""
+    base = f"litfetch_df/{_version.__version__}"
+    return f"{base} (mailto:{contact})" if contact else base
+
+
+@dataclass
+class _HostState:
+    last_start: float = float("-inf")
+    paused_until: float = float("-inf")
+    gate: asyncio.Semaphore | None = None
+
+
+@dataclass
+class _Shared:
+    """State common to a session and all its scopes."""
+
+    client_factory: Callable[[], httpx.AsyncClient] | None
+    retry: RetryPolicy
+    timeout: float
+    contact: str | None
+    store: ResponseStore | None
+    offline: bool
+    refresh: bool
+    client: httpx.AsyncClient | None = None
+    owns_client: bool = False
+    hosts: dict[str, _HostState] = field(default_factory=dict)
+    requests_sent: int = 0
+    requests_by_host: dict[str, int] = field(default_factory=dict)
+
+
+def _norm_params(params: Mapping[str, str | int] | None) -> list[tuple[str, str]]:
+    return sorted((str(k), str(v)) for k, v in (params or {}).items())
+
+
+def _secrets_of(
+    params: Mapping[str, str | int] | None, headers: Mapping[str, str] | None
+) -> list[str]:
+    found = [str(v) for k, v in (params or {}).items() if is_secret_param(k) and str(v)]
+    found += [v for k, v in (headers or {}).items() if is_secret_header(k) and v]
+    return found
+
+
+def request_key(
+    method: str,
+    url: str,
+    params: Mapping[str, str | int] | None,
+    headers: Mapping[str, str] | None,
+    follow_redirects: bool,
+    body: bytes | None,
+) -> str:
+    """Return the cache key of a request: a SHA-256 over its every part.
+
+    Hashing keeps credentials (which are part of the request) out of any stored key.
+    """
+    material = jsonlib.dumps(
+        [
+            method.upper(),
+            url,
+            _norm_params(params),
+            sorted((k.lower(), v) for k, v in (headers or {}).items()),
+            bool(follow_redirects),
+            hashlib.sha256(body).hexdigest() if body else None,
+        ],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class Session:
+    """An async context manager owning the HTTP client and per-host pacing.
+
+    ``client_factory`` builds the :class:`httpx.AsyncClient` (proxy, EZproxy,
+    CA certificates); the default one sends a ``litfetch_df`` User-Agent with
+    the ``contact`` mailto. ``retry`` governs :meth:`get`. ``cache`` is an
+    optional persistent response store (a path or a
+    :class:`~litfetch_df.cache.ResponseCache`); ``offline=True`` answers only
+    from it; ``refresh=True`` ignores stored entries but still records new ones.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_factory: Callable[[], httpx.AsyncClient] | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float = 30.0,
+        contact: str | None = None,
+        cache: Any = None,
+        cache_ttl: float | None = None,
+        offline: bool = False,
+        refresh: bool = False,
+    ) -> None:
+        install_log_redaction()
+        store = _open_store(cache, cache_ttl)
+        if offline and store is None:
+            raise ValueError("offline=True needs a persistent cache (cache=<path>)")
+        self._shared = _Shared(
+            client_factory=client_factory,
+            retry=retry if retry is not None else RetryPolicy(),
+            timeout=timeout,
+            contact=contact.strip() if contact and contact.strip() else None,
+            store=store,
+            offline=offline,
+            refresh=refresh,
+        )
+        self._parent: Session | None = None
+        self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
+        self._failures: list[str] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Session:
+        shared = self._shared
+        if self._parent is not None:
+            if shared.client is None:
+                raise RuntimeError("enter the parent Session (async with) before one of its scopes")
+            self._cache = {}
+            self._failures = []
+            return self
+        if shared.client is not None:
+            raise RuntimeError("this Session is already open")
+        if shared.client_factory is not None:
+            shared.client = shared.client_factory()
+        else:
+            shared.client = httpx.AsyncClient(
+                headers={"User-Agent": default_user_agent(shared.contact)},
+                timeout=httpx.Timeout(shared.timeout),
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+                follow_redirects=False,
+            )
+        shared.owns_client = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._parent is not None:
+            self._cache = {}
+            return
+        shared = self._shared
+        client, shared.client = shared.client, None
+        if client is not None and shared.owns_client:
+            await client.aclose()
+
+    def scope(self) -> Session:
+        """Return a child session sharing this one's client, pacing and contact, with its own cache."""
+        child = Session.__new__(Session)
+        child._shared = self._shared
+        child._parent = self
+        child._cache = {}
+        child._failures = []
+        return child
+
+    def __repr__(self) -> str:
+        kind = "scope" if self._parent is not None else "session"
+        state = "open" if self._shared.client is not None else "closed"
+        contact = f" contact={self._shared.contact!r}" if self._shared.contact else ""
+        return f"<litfetch_df.Session {kind} {state}{contact}>"
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The raw :class:`httpx.AsyncClient`; valid only inside ``async with``."""
+        if self._shared.client is None:
+            raise RuntimeError("Session.client is only available inside 'async with Session()'")
+        return self._shared.client
+
+    @property
+    def contact(self) -> str | None:
+        """The caller's contact email, sent where upstream etiquette asks for one."""
+        return self._shared.contact
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of :meth:`get`."""
+        return self._shared.retry
+
+    @property
+    def offline(self) -> bool:
+        """Whether requests are answered only from the persistent cache."""
+        return self._shared.offline
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Short reasons for requests of this scope that were given up after every retry."""
+        return tuple(self._failures)
+
+    @property
+    def requests_sent(self) -> int:
+        """How many requests (attempts included) went to the network through this session."""
+        return self._shared.requests_sent
+
+    @property
+    def requests_by_host(self) -> dict[str, int]:
+        """Network requests per host so far (a copy)."""
+        return dict(self._shared.requests_by_host)
+
+    @property
+    def store(self) -> ResponseStore | None:
+        """The persistent response cache, if one was configured."""
+        return self._shared.store
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+        follow_redirects: bool = False,
+    ) -> httpx.Response:
+        """Pace per ``rate``, then issue a retrying GET; inside a scope, serve repeats from cache.
+
+        Returns the final response (a retryable status that outlived every retry
+        is returned as is). Raises :class:`UpstreamUnavailable` when the
+        transport failed on every attempt, and :class:`NotInCache` offline.
+        """
+        return await self._request(
+            "GET", url, params=params, headers=headers, rate=rate, follow=follow_redirects
+        )
+
+    async def post(
+        self,
+        url: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+    ) -> httpx.Response:
+        """Like :meth:`get` for a read-only POST of a JSON body (bulk lookups).
+
+        Paced, retried, and cached on the URL plus the body.
+        """
+        body = jsonlib.dumps(json, separators=(",", ":"), sort_keys=True).encode()
+        merged = {"Content-Type": "application/json", **(headers or {})}
+        return await self._request(
+            "POST", url, params=params, headers=merged, rate=rate, follow=False, body=body
+        )
+
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None,
+        headers: Mapping[str, str] | None,
+        rate: Rate,
+        follow: bool,
+        body: bytes | None = None,
+    ) -> httpx.Response:
+        key = request_key(method, url, params, headers, follow, body)
+        cache = self._cache if self._parent is not None else None
+        if cache is not None:
+            pending = cache.get(key)
+            if pending is not None:
+                return await asyncio.shield(pending)
+            future: asyncio.Future[httpx.Response] = asyncio.get_running_loop().create_future()
+            cache[key] = future
+            try:
+                response = await self._fetch(method, url, key, params, headers, rate, follow, body)
+            except BaseException as exc:
+                cache.pop(key, None)
+                if not future.done():
+                    if isinstance(exc, Exception):
+                        future.set_exception(exc)
+                        future.exception()  # mark retrieved: waiters may not exist
+                    else:
+                        future.cancel()
+                raise
+            if not is_deterministic(response.status_code):
+                cache.pop(key, None)
+            future.set_result(response)
+            return response
+        return await self._fetch(method, url, key, params, headers, rate, follow, body)
+
+    async def _fetch(
+        self,
+        method: str,
+        url: str,
+        key: str,
+        params: Mapping[str, str | int] | None,
+        headers: Mapping[str, str] | None,
+        rate: Rate,
+        follow: bool,
+        body: bytes | None,
+    ) -> httpx.Response:
+        shared = self._shared
+        store = shared.store
+        if store is not None and not shared.refresh:
+            entry = store.load(key)
+            if entry is not None:
+                return _rebuild(entry, method)
+        if shared.offline:
+            reason = f"not in cache: {method} {redact_url(httpx.URL(url, params=params or {}))}"
+            self._note_failure(reason)
+            raise NotInCache(reason)
+        response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
+        if store is not None and is_deterministic(response.status_code):
+            entry = CachedResponse(
+                status_code=response.status_code,
+                headers=tuple(
+                    (k, v) for k, v in response.headers.items() if not is_secret_header(k)
+                ),
+                content=response.content,
+                url=redact_url(response.url),
+            )
+            try:
+                store.save(key, entry, secrets=_secrets_of(params, headers))
+            except Exception as exc:  # a cache must never fail the request it serves
+                log.warning("could not store a response in the cache: %s", type(exc).__name__)
+        return response
+
+    async def _send_with_retries(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, str | int] | None,
+        headers: Mapping[str, str] | None,
+        rate: Rate,
+        follow: bool,
+        body: bytes | None,
+    ) -> httpx.Response:
+        shared = self._shared
+        client = self.client
+        policy = shared.retry
+        host = httpx.URL(url).host
+        state = shared.hosts.setdefault(host, _HostState())
+        if rate.max_in_flight and state.gate is None:
+            state.gate = asyncio.Semaphore(rate.max_in_flight)
+        shown = redact_url(httpx.URL(url, params=params or {}))
+        for attempt in range(policy.max_attempts):
+            last = attempt + 1 == policy.max_attempts
+            gate = state.gate if rate.max_in_flight else None
+            try:
+                if gate is not None:
+                    await gate.acquire()
+                try:
+                    await self._wait_turn(state, rate)
+                    shared.requests_sent += 1
+                    shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
+                    log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
+                    response = await client.request(
+                        method,
+                        url,
+                        params=params,
+                        headers=headers,
+                        content=body,
+                        follow_redirects=follow,
+                    )
+                finally:
+                    if gate is not None:
+                        gate.release()
+            except httpx.TransportError as exc:
+                if last:
+                    reason = (
+                        f"{type(exc).__name__} from {host} after {policy.max_attempts} attempts"
+                    )
+                    self._note_failure(reason)
+                    raise UpstreamUnavailable(f"{reason}: {method} {shown}") from None
+                delay = policy.delay_for(attempt, None)
+                log.info("%s on %s %s; retrying in %.2fs", type(exc).__name__, method, shown, delay)
+                await asyncio.sleep(delay)
+                continue
+            except httpx.RequestError as exc:
+                reason = f"{type(exc).__name__} from {host}"
+                self._note_failure(reason)
+                raise UpstreamUnavailable(f"{reason}: {method} {shown}") from None
+            status = response.status_code
+            if status not in RETRYABLE_STATUSES:
+                return response
+            if last:
+                self._note_failure(f"HTTP {status} from {host} after {policy.max_attempts} attempts")
+                log.warning("HTTP %d from %s %s after %d attempts", status, method, shown, attempt + 1)
+                return response
+            delay = policy.delay_for(attempt, response)
+            if status in (429, 503) and response.headers.get("retry-after"):
+                # The host asked everyone to wait, not just this request.
+                state.paused_until = max(state.paused_until, time.monotonic() + delay)
+            log.info("HTTP %d on %s %s; retrying in %.2fs", status, method, shown, delay)
+            await response.aclose()
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _wait_turn(self, state: _HostState, rate: Rate) -> None:
+        now = time.monotonic()
+        slot = max(now, state.last_start + rate.min_interval, state.paused_until)
+        state.last_start = slot
+        while (remaining := slot - time.monotonic()) > 0:
+            await asyncio.sleep(remaining)
+
+    def _note_failure(self, reason: str) -> None:
+        if len(self._failures) < 50:
+            self._failures.append(reason)
+
+    # -- operations (the litfetch surface) ---------------------------------------------------
+
+    async def fetch_body(
+        self,
+        article_ids: ArticleIds,
+        *,
+        resolver: Resolver | None = None,
+        fetchers: Sequence[Fetcher] | None = None,
+        credentials: Mapping[str, object] | None = None,
+    ) -> Blob | None:
+        """Walk the fetcher ladder and return the first body :class:`Blob`, or ``None``."""
+        from .operations import ladder
+
+        return await ladder.fetch_body(
+            self, article_ids, resolver=resolver, fetchers=fetchers, credentials=credentials
+        )
+
+    async def list_files(
+        self,
+        article_ids: ArticleIds,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | None = None,
+        credentials: Mapping[str, object] | None = None,
+    ) -> tuple[File, ...]:
+        """Enumerate the file-set across all sources (a union), optionally filtered by ``kind``."""
+        from .operations import fileset
+
+        return await fileset.list_files(
+            self, article_ids, sources=sources, kind=kind, credentials=credentials
+        )
+
+    async def fetch_file(
+        self,
+        file: File,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        credentials: Mapping[str, object] | None = None,
+    ) -> Blob | None:
+        """Download one :class:`File` through the source named by ``file.source``."""
+        from .operations import fileset
+
+        return await fileset.fetch_file(self, file, sources=sources, credentials=credentials)
+
+    async def resolve_access(
+        self, article_ids: ArticleIds, *, email: str | None = None
+    ) -> SourceMetadata:
+        """Return Unpaywall's licence / OA status for the DOI (``basis='unpaywall'``)."""
+        from .operations import access
+
+        return await access.resolve_access(self, article_ids, email=email)
+
+    async def related_ids(self, article_ids: ArticleIds) -> tuple[Related, ...]:
+        """Return preprint / published counterparts of the article, keyed on its DOI."""
+        from .operations import relations
+
+        return await relations.related_ids(self, article_ids)
+
+
+def _rebuild(entry: CachedResponse, method: str) -> httpx.Response:
+    return httpx.Response(
+        status_code=entry.status_code,
+        headers=list(entry.headers),
+        content=entry.content,
+        request=httpx.Request(method, entry.url),
+    )
+
+
+def _open_store(cache: Any, ttl: float | None) -> ResponseStore | None:
+    if cache is None or cache is False:
+        return None
+    if hasattr(cache, "load") and hasattr(cache, "save"):
+        return cache  # type: ignore[no-any-return]
+    from .cache import ResponseCache
+
+    return ResponseCache(cache, ttl=ttl)
