@@ -382,7 +382,9 @@ class Session:
             entry = CachedResponse(
                 status_code=response.status_code,
                 headers=tuple(
-                    (k, v) for k, v in response.headers.items() if not is_secret_header(k)
+                    (k, v)
+                    for k, v in response.headers.items()
+                    if not is_secret_header(k) and k.lower() not in _HOP_HEADERS
                 ),
                 content=response.content,
                 url=redact_url(response.url),
@@ -532,6 +534,10 @@ class Session:
         from .operations import relations
 
         return await relations.related_ids(self, article_ids)
+
+
+# The stored content is already decoded, so its transfer framing must not be replayed.
+_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})
 
 
 def _rebuild(entry: CachedResponse, method: str) -> httpx.Response:
