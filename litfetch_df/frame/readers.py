@@ -1,0 +1,593 @@
+"""Readers for the article tables users actually hold.
+
+:func:`read_pubmed` turns any of PubMed's own exports — "Save → CSV", the
+MEDLINE / ``.nbib`` text format and PubMed XML (efetch output) — into one frame
+with one row per record and the identifier columns the ``.lit`` accessor finds
+by name (``PMID``, ``PMCID``, ``DOI``, ``NBK``). :func:`read_table` reads any
+other table (CSV, TSV, Parquet) with every column as text, so identifiers never
+turn into floats.
+
+Every value is read as text into pandas' nullable ``"string"`` dtype: a blank
+cell is ``<NA>``, never ``""``, and ``12345`` is never ``12345.0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import io
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any, Final, Literal
+
+import pandas as pd
+from lxml import etree
+
+from litfetch_df._xml import XmlError, local_name, parse_xml
+
+__all__ = [
+    "CORE_COLUMNS",
+    "PUBMED_FORMATS",
+    "read_pubmed",
+    "read_table",
+    "sniff_pubmed_format",
+]
+
+PubmedFormat = Literal["csv", "medline", "xml"]
+
+PUBMED_FORMATS: Final[tuple[str, ...]] = ("csv", "medline", "xml")
+"""The export formats :func:`read_pubmed` understands (``"nbib"`` is accepted for ``"medline"``)."""
+
+CORE_COLUMNS: Final[tuple[str, ...]] = (
+    "PMID",
+    "Title",
+    "Authors",
+    "Journal",
+    "Year",
+    "PMCID",
+    "DOI",
+)
+"""Columns every frame from :func:`read_pubmed` has, whatever the input format."""
+
+PathOrBuffer = str | os.PathLike[str] | bytes | bytearray | IO[bytes] | IO[str]
+
+_UTF8_NAMES: Final[frozenset[str]] = frozenset({"utf-8", "utf8", "utf_8", "utf-8-sig", "utf_8_sig"})
+
+
+# --------------------------------------------------------------------------- input
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Source:
+    """The raw content of one input plus a name to put in error messages."""
+
+    data: bytes | str
+    name: str
+
+
+def _load(source: PathOrBuffer) -> _Source:
+    if isinstance(source, bytes | bytearray):
+        return _Source(bytes(source), "<bytes>")
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            return _Source(path.read_bytes(), str(path))
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+    read = getattr(source, "read", None)
+    if not callable(read):
+        raise TypeError(
+            f"expected a path, bytes or a file-like object, not {type(source).__name__}"
+        )
+    name = getattr(source, "name", None)
+    data = read()
+    if not isinstance(data, bytes | str):
+        raise TypeError(f"read() returned {type(data).__name__}, not bytes or str")
+    return _Source(data, str(name) if isinstance(name, str) else "<buffer>")
+
+
+def _decode(src: _Source, encoding: str | None) -> str:
+    if isinstance(src.data, str):
+        return src.data.removeprefix("\ufeff")
+    enc = encoding or "utf-8"
+    # utf-8-sig strips PubMed's BOM and reads BOM-less UTF-8 all the same.
+    codec = "utf-8-sig" if enc.lower() in _UTF8_NAMES else enc
+    try:
+        return src.data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise _undecodable(src.name, enc, exc) from exc
+    except LookupError:
+        raise ValueError(f"unknown encoding {enc!r}") from None
+
+
+def _undecodable(
+    name: str, encoding: str, exc: UnicodeDecodeError, *, offset: bool = True
+) -> ValueError:
+    bad = exc.object[exc.start : exc.start + 1]
+    where = [f"byte 0x{bad.hex()}"] if bad else []
+    if offset:
+        where.append(f"at offset {exc.start}")
+    detail = f" ({' '.join(where)})" if where else ""
+    return ValueError(
+        f"{name}: not valid {encoding} text{detail}; "
+        "pass encoding= with the file's encoding, e.g. encoding='latin-1'"
+    )
+
+
+# --------------------------------------------------------------------------- sniffing
+
+
+def _is_medline_tag_line(line: str) -> bool:
+    # MEDLINE puts a 1-4 character tag, padded to four columns, then "- ".
+    return len(line) >= 5 and line[4] == "-" and _TAG_LINE.match(line) is not None
+
+
+def sniff_pubmed_format(content: bytes | str) -> PubmedFormat:
+    """Return which PubMed export ``content`` is: ``"xml"``, ``"medline"`` or ``"csv"``.
+
+    XML starts with ``<`` (after any BOM and whitespace); MEDLINE's first
+    non-blank line is a tag line such as ``PMID- 30000001``; anything else is
+    taken for CSV.
+    """
+    head = content[:4096]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    text = text.lstrip("\ufeff \t\r\n")
+    if text.startswith("<"):
+        return "xml"
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if _is_medline_tag_line(first):
+        return "medline"
+    return "csv"
+
+
+def _normalise_format(fmt: str | None) -> PubmedFormat | None:
+    if fmt is None:
+        return None
+    key = fmt.strip().lower().lstrip(".")
+    if key in ("medline", "nbib"):
+        return "medline"
+    if key == "csv":
+        return "csv"
+    if key in ("xml", "pubmed-xml"):
+        return "xml"
+    raise ValueError(f"unknown PubMed export format {fmt!r}; expected one of csv, medline, xml")
+
+
+# --------------------------------------------------------------------------- public
+
+
+def read_pubmed(
+    path_or_buffer: PathOrBuffer,
+    *,
+    format: str | None = None,
+    encoding: str | None = None,
+) -> pd.DataFrame:
+    """Read a PubMed export into a frame with one row per record.
+
+    ``path_or_buffer`` is a path, the file's bytes, or an open file (binary
+    or text). ``format`` is ``"csv"`` (PubMed "Save → CSV", either header
+    layout, with or without a BOM), ``"medline"`` (also ``"nbib"``: the
+    MEDLINE tagged text) or ``"xml"`` (PubMed XML, ``PubmedArticleSet``); by
+    default it is sniffed from the content. ``encoding`` applies to CSV and
+    MEDLINE text (default UTF-8); XML declares its own.
+
+    Returns a frame with a fresh ``RangeIndex`` whose columns include
+    :data:`CORE_COLUMNS` (``PMID``, ``Title``, ``Authors``, ``Journal``,
+    ``Year``, ``PMCID``, ``DOI``), plus ``NBK`` and ``NIHMS ID`` when any
+    record has one. MEDLINE input also gives ``Abstract`` and ``Citation``,
+    XML input ``Abstract``; CSV input keeps every original column under
+    PubMed's own name. Every column has the nullable ``"string"`` dtype, so
+    identifiers stay text and blanks are ``<NA>``. Authors are written as
+    PubMed's CSV writes them (``"Doe J, Roe RA."``).
+
+    Raises :class:`FileNotFoundError` for a missing path, and
+    :class:`ValueError` for undecodable text (naming the file and suggesting
+    ``encoding=``), unsafe or malformed XML (an :class:`~litfetch_df._xml.XmlError`),
+    and content that is not a PubMed export.
+    """
+    fmt = _normalise_format(format)
+    src = _load(path_or_buffer)
+    if fmt is None:
+        fmt = sniff_pubmed_format(src.data)
+    if fmt == "xml":
+        return _read_xml(src)
+    text = _decode(src, encoding)
+    if fmt == "medline":
+        return _read_medline(text, src.name)
+    return _read_csv(text, src.name)
+
+
+_EXCEL: Final[frozenset[str]] = frozenset({".xlsx", ".xls", ".xlsm", ".ods"})
+_COMPRESSION: Final[frozenset[str]] = frozenset({".gz", ".bz2", ".xz", ".zip", ".zst"})
+_DELIMITED: Final[Mapping[str, str]] = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+_PUBMED_SUFFIXES: Final[frozenset[str]] = frozenset({".txt", ".nbib", ".medline", ".xml"})
+_SUPPORTED = ".csv, .tsv, .tab (optionally compressed), .parquet, .txt, .nbib, .medline, .xml"
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    encoding: str = "utf-8",
+    **kw: Any,
+) -> pd.DataFrame:
+    """Read a table of articles from ``path``, choosing the reader by suffix.
+
+    ``.csv`` and ``.tsv`` / ``.tab`` (optionally ``.gz``, ``.bz2``, ``.xz``,
+    ``.zip``, ``.zst`` compressed) go to :func:`pandas.read_csv`; ``.parquet``
+    to :func:`pandas.read_parquet`; ``.txt``, ``.nbib``, ``.medline`` and
+    ``.xml`` to :func:`read_pubmed`. Extra keyword arguments go to that
+    reader. ``encoding`` applies to text files; a UTF-8 BOM is dropped.
+
+    Returns a frame in which every column has the nullable ``"string"``
+    dtype: blank cells are ``<NA>`` and whole numbers read from Parquet float
+    columns lose their ``.0``. Raises :class:`FileNotFoundError` naming a
+    missing path, and :class:`ValueError` for an unsupported suffix (Excel
+    included) or a file that is not valid text in ``encoding`` (the message
+    names the file and suggests ``encoding=``).
+    """
+    p = Path(path)
+    suffixes = [s.lower() for s in p.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSION
+    kind = suffixes[-2] if compressed and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
+    if kind in _EXCEL:
+        raise ValueError(f"{p}: Excel workbooks are not read; save the sheet as CSV first")
+    if compressed and kind not in _DELIMITED:
+        raise ValueError(f"{p}: cannot read compressed {kind!r} files; supported: {_SUPPORTED}")
+    if not kind:
+        raise ValueError(f"{p}: has no suffix to choose a reader by; supported: {_SUPPORTED}")
+    if kind not in _DELIMITED and kind != ".parquet" and kind not in _PUBMED_SUFFIXES:
+        raise ValueError(f"{p}: cannot read {kind!r} files; supported: {_SUPPORTED}")
+    if not p.exists():
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(p))
+    if kind in _PUBMED_SUFFIXES:
+        return read_pubmed(p, encoding=encoding, **kw)
+    if kind == ".parquet":
+        return _all_string(pd.read_parquet(p, **kw))
+    options: dict[str, Any] = {
+        "sep": _DELIMITED[kind],
+        "dtype": "string",
+        "keep_default_na": False,
+        "na_values": [""],
+        "encoding": "utf-8-sig" if encoding.lower() in _UTF8_NAMES else encoding,
+    }
+    options.update(kw)
+    try:
+        frame = pd.read_csv(p, **options)
+    except UnicodeDecodeError as exc:
+        # pandas decodes in chunks, so the offset it reports is not the file's.
+        raise _undecodable(str(p), encoding, exc, offset=False) from exc
+    return _all_string(frame)
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def _all_string(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return ``frame`` with every column as nullable text, integral floats without ``.0``."""
+    columns: list[pd.Series] = []
+    for i in range(frame.shape[1]):
+        col = frame.iloc[:, i]
+        if isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is pd.NA:
+            columns.append(col)
+            continue
+        if pd.api.types.is_float_dtype(col.dtype):
+            values = col.dropna()
+            if bool(((values % 1) == 0).all()) and bool((values.abs() < 2**53).all()):
+                # A float column of whole numbers is an id column that met a NaN.
+                col = col.astype("Int64")
+        columns.append(col.astype("string"))
+    if not columns:
+        return frame.copy()
+    # Positional concat keeps duplicate column names apart.
+    result = pd.concat(columns, axis=1, ignore_index=True)
+    result.columns = frame.columns
+    return result
+
+
+def _frame(
+    records: list[dict[str, str | None]],
+    leading: Iterable[str],
+    optional: Iterable[str],
+    trailing: Iterable[str],
+) -> pd.DataFrame:
+    columns = list(leading)
+    columns += [c for c in optional if any(r.get(c) is not None for r in records)]
+    columns += list(trailing)
+    data = {c: [r.get(c) for r in records] for c in columns}
+    return pd.DataFrame(data, columns=columns, dtype="string")
+
+
+# --------------------------------------------------------------------------- CSV
+
+# PubMed's CSV names for the core columns it spells differently.
+_CSV_ALIASES: Final[Mapping[str, tuple[str, ...]]] = {
+    "Journal": ("Journal/Book",),
+    "Year": ("Publication Year",),
+}
+
+
+def _read_csv(text: str, name: str) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(
+            io.StringIO(text),
+            dtype="string",
+            keep_default_na=False,
+            na_values=[""],
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ValueError(f"{name}: not a PubMed CSV export: {exc}") from None
+    if "PMID" not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:12]))
+        raise ValueError(
+            f"{name}: not a PubMed CSV export (no PMID column; columns: {shown}); "
+            "use read_table() for other tables"
+        )
+    frame = _all_string(frame)
+    for core in CORE_COLUMNS:
+        if core in frame.columns:
+            continue
+        source = next((a for a in _CSV_ALIASES.get(core, ()) if a in frame.columns), None)
+        frame[core] = (
+            frame[source].copy()
+            if source is not None
+            else pd.Series(pd.NA, index=frame.index, dtype="string")
+        )
+    return frame
+
+
+# --------------------------------------------------------------------------- MEDLINE
+
+_TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]{0,3}) *-(?: (.*)|)$")
+_SUFFIXED_ID = re.compile(r"^(.*?)\s*\[([A-Za-z]+)\]$")
+_YEAR = re.compile(r"\b(1[5-9][0-9]{2}|2[0-9]{3})\b")
+
+
+def _medline_records(text: str) -> list[dict[str, list[str]]]:
+    records: list[dict[str, list[str]]] = []
+    current: dict[str, list[str]] = {}
+    last: str | None = None
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            if current:
+                records.append(current)
+            current, last = {}, None
+            continue
+        m = None if line[0].isspace() else _TAG_LINE.match(line)
+        if m is not None:
+            tag, value = m.group(1), (m.group(2) or "").strip()
+            if tag == "PMID" and "PMID" in current:
+                # No blank line between records: a second PMID starts the next one.
+                records.append(current)
+                current = {}
+            current.setdefault(tag, []).append(value)
+            last = tag
+        elif last is not None:
+            # A wrapped value: continuation lines are indented; join them with one space.
+            values = current[last]
+            values[-1] = f"{values[-1]} {line.strip()}".strip()
+        else:
+            raise ValueError(
+                f"not MEDLINE text: {line[:60]!r} is neither a tag line nor a continuation"
+            )
+    if current:
+        records.append(current)
+    return records
+
+
+def _first(values: Mapping[str, list[str]], *tags: str) -> str | None:
+    for tag in tags:
+        for value in values.get(tag, ()):
+            if value:
+                return value
+    return None
+
+
+def _tagged_id(values: Mapping[str, list[str]], kind: str) -> str | None:
+    """Return the first ``AID`` / ``LID`` value marked ``[kind]`` (AID first: the article's own)."""
+    for tag in ("AID", "LID"):
+        for value in values.get(tag, ()):
+            m = _SUFFIXED_ID.match(value)
+            if m and m.group(2).lower() == kind and m.group(1):
+                return m.group(1)
+    return None
+
+
+def _year(text: str | None) -> str | None:
+    if not text:
+        return None
+    m = _YEAR.search(text)
+    return m.group(1) if m else None
+
+
+def _authors(names: list[str]) -> str | None:
+    names = [n for n in names if n]
+    # PubMed's CSV writes "Doe J, Roe RA." — match it so frames from any format agree.
+    return ", ".join(names) + "." if names else None
+
+
+def _read_medline(text: str, name: str) -> pd.DataFrame:
+    try:
+        records = _medline_records(text)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    rows = []
+    for rec in records:
+        rows.append(
+            {
+                "PMID": _first(rec, "PMID"),
+                "Title": _first(rec, "TI", "BTI"),
+                "Authors": _authors(rec.get("AU", []) + rec.get("CN", [])),
+                "Journal": _first(rec, "TA", "JT", "BTI"),
+                "Year": _year(_first(rec, "DP")),
+                "PMCID": _first(rec, "PMC"),
+                "DOI": _tagged_id(rec, "doi"),
+                "NBK": _tagged_id(rec, "bookaccession"),
+                "NIHMS ID": _first(rec, "MID"),
+                "Abstract": _first(rec, "AB"),
+                "Citation": _first(rec, "SO"),
+            }
+        )
+    return _frame(rows, CORE_COLUMNS, ("NBK", "NIHMS ID"), ("Abstract", "Citation"))
+
+
+# --------------------------------------------------------------------------- XML
+
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_SPACE = re.compile(r"\s+")
+
+
+def _read_xml(src: _Source) -> pd.DataFrame:
+    data = src.data
+    if isinstance(data, str):
+        # Text already decoded: its declaration's encoding no longer describes these bytes.
+        data = _XML_DECL.sub("", data.removeprefix("\ufeff"), count=1).encode("utf-8")
+    try:
+        root = parse_xml(data)
+    except XmlError as exc:
+        raise XmlError(f"{src.name}: not readable as PubMed XML: {exc}") from None
+    rows = [_xml_row(el) for el in _xml_articles(root, src.name)]
+    return _frame(rows, CORE_COLUMNS, ("NBK", "NIHMS ID"), ("Abstract",))
+
+
+_ARTICLE_TAGS: Final[frozenset[str]] = frozenset({"PubmedArticle", "PubmedBookArticle"})
+
+
+def _xml_articles(root: etree._Element, name: str) -> list[etree._Element]:
+    tag = local_name(root)
+    if tag in _ARTICLE_TAGS:
+        return [root]
+    if tag in ("PubmedArticleSet", "PubmedBookArticleSet"):
+        # DeleteCitation and other siblings are not records.
+        return [el for el in root if local_name(el) in _ARTICLE_TAGS]
+    raise ValueError(f"{name}: not PubMed XML (root element <{tag}>, expected <PubmedArticleSet>)")
+
+
+def _child(el: etree._Element | None, *path: str) -> etree._Element | None:
+    """Follow direct children by local name (PubMed XML has no namespace, but be tolerant)."""
+    for step in path:
+        if el is None:
+            return None
+        el = next((c for c in el if local_name(c) == step), None)
+    return el
+
+
+def _children(el: etree._Element | None, name: str) -> list[etree._Element]:
+    return [] if el is None else [c for c in el if local_name(c) == name]
+
+
+def _text(el: etree._Element | None) -> str | None:
+    if el is None:
+        return None
+    # Titles carry inline markup (<i>, <sup>); keep its text, collapse the layout whitespace.
+    text = _SPACE.sub(" ", "".join(str(t) for t in el.itertext())).strip()
+    return text or None
+
+
+def _ids(lists: Iterable[etree._Element | None]) -> dict[str, str]:
+    """Collect ``ArticleId`` values by ``IdType`` from the given ``ArticleIdList``s, first wins."""
+    found: dict[str, str] = {}
+    for lst in lists:
+        for el in _children(lst, "ArticleId"):
+            kind = (el.get("IdType") or "").strip().lower()
+            value = _text(el)
+            if kind and value and kind not in found:
+                found[kind] = value
+    return found
+
+
+def _xml_authors(author_list: etree._Element | None) -> str | None:
+    names: list[str] = []
+    for author in _children(author_list, "Author"):
+        collective = _text(_child(author, "CollectiveName"))
+        if collective:
+            names.append(collective)
+            continue
+        last = _text(_child(author, "LastName"))
+        initials = _text(_child(author, "Initials"))
+        if last:
+            names.append(f"{last} {initials}" if initials else last)
+    return _authors(names)
+
+
+def _pub_year(date: etree._Element | None) -> str | None:
+    return _year(_text(_child(date, "Year"))) or _year(_text(_child(date, "MedlineDate")))
+
+
+def _abstract(abstract: etree._Element | None) -> str | None:
+    parts = []
+    for el in _children(abstract, "AbstractText"):
+        text = _text(el)
+        if text:
+            label = el.get("Label")
+            parts.append(f"{label}: {text}" if label else text)
+    return " ".join(parts) or None
+
+
+def _xml_row(article: etree._Element) -> dict[str, str | None]:
+    if local_name(article) == "PubmedBookArticle":
+        return _xml_book_row(article)
+    citation = _child(article, "MedlineCitation")
+    art = _child(citation, "Article")
+    journal = _child(art, "Journal")
+    # Only the record's own ArticleIdList: the ones inside ReferenceList are cited works.
+    ids = _ids([_child(article, "PubmedData", "ArticleIdList")])
+    doi = ids.get("doi")
+    if doi is None:
+        doi = next(
+            (
+                _text(el)
+                for el in _children(art, "ELocationID")
+                if (el.get("EIdType") or "").lower() == "doi" and _text(el)
+            ),
+            None,
+        )
+    year = _pub_year(_child(journal, "JournalIssue", "PubDate")) or _pub_year(
+        _child(art, "ArticleDate")
+    )
+    return {
+        "PMID": _text(_child(citation, "PMID")) or ids.get("pubmed"),
+        "Title": _text(_child(art, "ArticleTitle")) or _text(_child(art, "VernacularTitle")),
+        "Authors": _xml_authors(_child(art, "AuthorList")),
+        "Journal": _text(_child(citation, "MedlineJournalInfo", "MedlineTA"))
+        or _text(_child(journal, "ISOAbbreviation"))
+        or _text(_child(journal, "Title")),
+        "Year": year,
+        "PMCID": ids.get("pmc"),
+        "DOI": doi,
+        "NBK": ids.get("bookaccession"),
+        "NIHMS ID": ids.get("mid"),
+        "Abstract": _abstract(_child(art, "Abstract")),
+    }
+
+
+def _xml_book_row(article: etree._Element) -> dict[str, str | None]:
+    doc = _child(article, "BookDocument")
+    book = _child(doc, "Book")
+    # The chapter's ids; Book/ArticleIdList would name the whole book instead.
+    ids = _ids([_child(doc, "ArticleIdList"), _child(article, "PubmedBookData", "ArticleIdList")])
+    author_lists = _children(doc, "AuthorList")
+    authors = next(
+        (a for a in author_lists if (a.get("Type") or "authors") == "authors"),
+        None,
+    )
+    if authors is None:
+        authors = next(
+            (a for a in _children(book, "AuthorList") if (a.get("Type") or "authors") == "authors"),
+            None,
+        )
+    book_title = _text(_child(book, "BookTitle"))
+    return {
+        "PMID": _text(_child(doc, "PMID")) or ids.get("pubmed"),
+        "Title": _text(_child(doc, "ArticleTitle")) or book_title,
+        "Authors": _xml_authors(authors),
+        "Journal": book_title,
+        "Year": _pub_year(_child(book, "PubDate")),
+        "PMCID": ids.get("pmc"),
+        "DOI": ids.get("doi"),
+        "NBK": ids.get("bookaccession"),
+        "NIHMS ID": ids.get("mid"),
+        "Abstract": _abstract(_child(doc, "Abstract")),
+    }
