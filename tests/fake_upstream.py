@@ -115,7 +115,9 @@ class FakeUpstream:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -140,7 +142,7 @@ class FakeUpstream:
 
         Later routes win over earlier ones, so a test can override a default.
         """
-        func: Handler = (lambda _req, r=handler: r) if isinstance(handler, FakeResponse) else handler
+        func: Handler = _constant(handler) if isinstance(handler, FakeResponse) else handler
         self._routes[host].insert(0, _Route(method, re.compile(path), func))
 
     def latency(self, seconds: float, host: str | None = None) -> None:
@@ -262,6 +264,13 @@ class FakeUpstream:
                 if result is not None:
                     return result
         return FakeResponse(404, f"no fake route for {req.method} {req.host}{req.path}")
+
+
+def _constant(response: FakeResponse) -> Handler:
+    def handler(_req: FakeRequest) -> FakeResponse:
+        return response
+
+    return handler
 
 
 class _ToFake(httpx.AsyncBaseTransport):

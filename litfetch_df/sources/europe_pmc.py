@@ -1,4 +1,6 @@
-"""Europe PMC REST full text: article JATS (``/PMC<n>/fullTextXML``) and Bookshelf BITS (``/NBK<n>/bookXML``).
+"""Europe PMC REST full text: article JATS and Bookshelf BITS book parts.
+
+Endpoints: ``/PMC<n>/fullTextXML`` and ``/NBK<n>/bookXML``.
 
 Both endpoints answer a miss in two ways: 404, or 200 with a small
 ``<fullTextXMLBean>`` envelope instead of the document. The envelope is told

@@ -251,9 +251,15 @@ async def _get(
 ) -> httpx.Response | None:
     """GET through ``http``; a transport failure (after retries) is logged and gives ``None``."""
     try:
-        return await http.get(url, params=params, rate=Rate.DEFAULT, follow_redirects=follow_redirects)
+        return await http.get(
+            url, params=params, rate=Rate.DEFAULT, follow_redirects=follow_redirects
+        )
     except httpx.TransportError as exc:
         log.warning("pmc_oa_s3: request failed: %s", redact_url(str(exc)))
+        return None
+    except httpx.InvalidURL:
+        # Only reachable through a hand-made File whose URI does not parse.
+        log.warning("pmc_oa_s3: not a usable URL: %s", redact_url(url))
         return None
 
 
@@ -275,7 +281,9 @@ async def _list_all(http: Http, params: Mapping[str, str]) -> list[_Listing] | N
             return pages or None
         if response.status_code != 200:
             log.warning(
-                "pmc_oa_s3: listing of %r answered HTTP %d", params.get("prefix"), response.status_code
+                "pmc_oa_s3: listing of %r answered HTTP %d",
+                params.get("prefix"),
+                response.status_code,
             )
             return pages or None
         page = _parse_listing(response.content)

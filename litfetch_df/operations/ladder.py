@@ -1,0 +1,105 @@
+"""The body ladder: walk the fetchers in priority order, resolving ids on demand.
+
+:func:`fetch_body` is what :meth:`Session.fetch_body` delegates to. The walk:
+
+1. Before each fetcher, if a resolver was given and has not run yet, and the
+   fetcher requires a resolvable id (pmid / pmcid / doi) the bundle lacks, run
+   the resolver once and merge its answer (never overwriting a known id).
+2. Skip the fetcher if any id it requires is still missing.
+3. Call it; the first non-``None`` body wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import httpx
+
+from .._http import Http, get_logger, redact_url
+from ..files import Blob
+from ..ids import RESOLVABLE, ArticleIds
+from .types import Fetcher, Resolver
+
+__all__ = ["default_fetchers", "fetch_body"]
+
+log = get_logger(__name__)
+
+
+def default_fetchers() -> tuple[Fetcher, ...]:
+    """Return the production ladder in priority order.
+
+    ``EuropePmcBookshelfFetcher``, ``PmcOaFetcher``, ``EuropePmcFetcher``,
+    ``ElsevierFetcher``, ``SpringerFetcher``. The Bookshelf rung is first: a
+    ``bookid`` settles the source in one request, before any PMC request or
+    resolver call. A function, so each call builds fresh instances.
+    """
+    # Imported here so this module loads even while a source module is absent
+    # or broken; the sources import nothing from operations.
+    from ..sources.elsevier import ElsevierFetcher
+    from ..sources.europe_pmc import EuropePmcBookshelfFetcher, EuropePmcFetcher
+    from ..sources.pmc_oa import PmcOaFetcher
+    from ..sources.springer import SpringerFetcher
+
+    return (
+        EuropePmcBookshelfFetcher(),
+        PmcOaFetcher(),
+        EuropePmcFetcher(),
+        ElsevierFetcher(),
+        SpringerFetcher(),
+    )
+
+
+async def fetch_body(
+    http: Http,
+    article_ids: ArticleIds,
+    *,
+    resolver: Resolver | None = None,
+    fetchers: Sequence[Fetcher] | None = None,
+    credentials: Mapping[str, object] | None = None,
+) -> Blob | None:
+    """Walk ``fetchers`` (default :func:`default_fetchers`) and return the first body, or ``None``.
+
+    ``resolver`` runs at most once per call, and only when the next fetcher
+    requires a resolvable id the bundle lacks. A fetcher that raises an
+    ``httpx.HTTPError`` is logged and skipped; any other exception (e.g. the
+    ``ValueError`` for a malformed ``bookid``) propagates.
+    """
+    ladder = default_fetchers() if fetchers is None else tuple(fetchers)
+    ids = article_ids
+    resolved = False
+    for fetcher in ladder:
+        needs = frozenset(fetcher.requires)
+        if resolver is not None and not resolved and ids.missing(needs & RESOLVABLE):
+            resolved = True
+            ids = await _resolve(resolver, ids, http)
+        if not ids.has(needs):
+            continue
+        name = getattr(fetcher, "name", type(fetcher).__name__)
+        try:
+            blob = await fetcher.fetch(ids, credentials=credentials, http=http)
+        except httpx.HTTPError as exc:
+            log.warning(
+                "fetcher %s failed (%s: %s); trying the next one",
+                name,
+                type(exc).__name__,
+                redact_url(str(exc)),
+            )
+            continue
+        if blob is not None:
+            log.debug("body served by %s", name)
+            return blob
+    return None
+
+
+async def _resolve(resolver: Resolver, ids: ArticleIds, http: Http) -> ArticleIds:
+    """Run ``resolver`` and merge its answer into ``ids``; a network failure keeps ``ids``."""
+    try:
+        found = await resolver(ids, http)
+    except httpx.HTTPError as exc:
+        log.warning(
+            "resolver failed (%s: %s); continuing with the ids given",
+            type(exc).__name__,
+            redact_url(str(exc)),
+        )
+        return ids
+    return ids.merge(found)

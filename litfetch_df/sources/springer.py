@@ -1,0 +1,264 @@
+"""Springer Nature: the OpenAccess JATS API (body) and the Meta API (PDF link + OA flag).
+
+Both APIs take the caller's key as the ``api_key`` query parameter, and each
+product has its own key (``springer_api_key`` for OpenAccess,
+``springer_meta_api_key`` for Meta). The key is sent only in that request: it
+is never logged (the session redacts request URLs), never recorded in a
+``File.uri``, never put in an exception message, and never sent to the PDF
+host a Meta record points at.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from .._http import Http, Rate, get_logger, redact_url
+from .._xml import XmlError, local_name, parse_xml
+from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
+from ..ids import ArticleIds, parse_doi
+
+__all__ = [
+    "SPRINGER_META_URL",
+    "SPRINGER_OA_JATS_URL",
+    "SpringerFetcher",
+    "SpringerFileSource",
+    "extract_article",
+]
+
+log = get_logger(__name__)
+
+SPRINGER_OA_JATS_URL: Final = "https://api.springernature.com/openaccess/jats"
+"""Springer Nature OpenAccess JATS endpoint."""
+
+SPRINGER_META_URL: Final = "https://api.springernature.com/meta/v2/json"
+"""Springer Nature Meta API v2 (JSON) endpoint."""
+
+_ARTICLE_OPEN = re.compile(rb"<article[\s>]")
+_ARTICLE_CLOSE = b"</article>"
+_XML_DECL = b"<?xml version='1.0' encoding='UTF-8'?>\n"
+
+
+def _credential(credentials: Mapping[str, object] | None, key: str) -> str | None:
+    """Return a usable credential (a non-blank string) or ``None``."""
+    value = (credentials or {}).get(key)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _doi(article_ids: ArticleIds, source: str) -> str | None:
+    if article_ids.doi is None:
+        return None
+    try:
+        return parse_doi(article_ids.doi)
+    except ValueError as exc:
+        log.warning("%s: declined an invalid DOI: %s", source, exc)
+        return None
+
+
+def extract_article(envelope: bytes) -> bytes | None:
+    """Cut the JATS ``<article>`` out of a Springer OpenAccess answer, without parsing it.
+
+    The answer's DOCTYPE declares parameter entities, which a hardened parser
+    refuses, so the article is sliced out as bytes: from the first ``<article``
+    followed by whitespace or ``>`` (``<article-meta>`` cannot match) through
+    the last ``</article>``, with a fresh XML declaration in front. Returns
+    ``None`` when there is no complete article element.
+    """
+    start = _ARTICLE_OPEN.search(envelope)
+    if start is None:
+        return None
+    end = envelope.rfind(_ARTICLE_CLOSE)
+    if end < start.start():
+        return None
+    return _XML_DECL + envelope[start.start() : end + len(_ARTICLE_CLOSE)]
+
+
+class SpringerFetcher:
+    """Body fetcher for Springer Nature's OpenAccess JATS API.
+
+    Needs ``credentials['springer_api_key']`` (an OpenAccess-product key);
+    without a usable key it makes no request and returns ``None``. A hit is the
+    sliced-out ``<article>`` with a ``<body>``, as ``application/jats+xml``;
+    ``File.uri`` is the query URL without the key.
+    """
+
+    name: str = "springer_oa"
+    requires: frozenset[str] = frozenset({"doi"})
+
+    def __repr__(self) -> str:
+        return "SpringerFetcher()"
+
+    async def fetch(
+        self,
+        article_ids: ArticleIds,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> Blob | None:
+        """Return the open-access JATS article for the DOI, or ``None``."""
+        key = _credential(credentials, "springer_api_key")
+        if key is None:
+            return None
+        doi = _doi(article_ids, self.name)
+        if doi is None:
+            return None
+        query = {"q": f"doi:{doi}"}
+        # The recorded location reproduces the request minus the key.
+        uri = str(httpx.URL(SPRINGER_OA_JATS_URL, params=query))
+        try:
+            response = await http.get(
+                SPRINGER_OA_JATS_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT
+            )
+        except httpx.TransportError as exc:
+            log.warning("springer_oa: request failed: %s", _scrub(str(exc), key))
+            return None
+        if response.status_code != 200:
+            level = log.debug if response.status_code == 404 else log.warning
+            level("springer_oa: HTTP %d for %s", response.status_code, uri)
+            return None
+        article = extract_article(response.content)
+        if article is None or b"<body" not in article:
+            log.debug("springer_oa: no open-access article with a body for %s", uri)
+            return None
+        try:
+            # The slice must stand alone as a document; an entity the envelope
+            # declared (or anything else that does not parse) is refused here.
+            root = parse_xml(article)
+        except XmlError as exc:
+            log.warning("springer_oa: unusable article XML for %s: %s", uri, exc)
+            return None
+        if local_name(root) != "article":
+            return None
+        file = File(kind=FileKind.BODY, source=self.name, media_type=JATS_XML, uri=uri)
+        return Blob(file=file, content=article)
+
+
+class SpringerFileSource:
+    """File source for the Springer openURL PDF, found through the Meta API.
+
+    Needs ``credentials['springer_meta_api_key']`` (a Meta-product key) and a
+    DOI; without either it makes no request and returns ``()``. Lists at most
+    one ``BODY`` PDF; a subscription article's file carries
+    ``credential_key=INSTITUTIONAL``. ``fetch_file`` follows redirects and sends
+    no key.
+    """
+
+    name: str = "springer"
+
+    def __repr__(self) -> str:
+        return "SpringerFileSource()"
+
+    async def list_files(
+        self,
+        article_ids: ArticleIds,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> tuple[File, ...]:
+        """Return the article's PDF as a one-file tuple, or ``()``."""
+        key = _credential(credentials, "springer_meta_api_key")
+        if key is None:
+            return ()
+        doi = _doi(article_ids, self.name)
+        if doi is None:
+            return ()
+        query = {"q": f"doi:{doi}"}
+        shown = str(httpx.URL(SPRINGER_META_URL, params=query))
+        try:
+            response = await http.get(
+                SPRINGER_META_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT
+            )
+        except httpx.TransportError as exc:
+            log.warning("springer: request failed: %s", _scrub(str(exc), key))
+            return ()
+        if response.status_code != 200:
+            log.warning("springer: HTTP %d for %s", response.status_code, shown)
+            return ()
+        try:
+            data: Any = json.loads(response.content)
+        except ValueError:
+            log.warning("springer: answer is not JSON for %s", shown)
+            return ()
+        record = _first_record(data)
+        if record is None:
+            log.debug("springer: no record for %s", shown)
+            return ()
+        url = _pdf_url(record)
+        if url is None:
+            return ()
+        if key in url:
+            # Never let a key echoed by the API into a link become a stored URI.
+            log.warning("springer: a PDF link echoed the API key; not listed")
+            return ()
+        open_access = record.get("openaccess") == "true"
+        return (
+            File(
+                kind=FileKind.BODY,
+                source=self.name,
+                media_type=PDF,
+                uri=url,
+                credential_key=None if open_access else INSTITUTIONAL,
+            ),
+        )
+
+    async def fetch_file(
+        self,
+        file: File,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> Blob | None:
+        """Download ``file`` (following redirects, no key sent); ``None`` unless 200."""
+        if file.uri is None:
+            return None
+        try:
+            response = await http.get(file.uri, rate=Rate.DEFAULT, follow_redirects=True)
+        except httpx.TransportError as exc:
+            log.warning("springer: download failed: %s", redact_url(str(exc)))
+            return None
+        except httpx.InvalidURL:
+            log.warning("springer: not a usable URL: %s", redact_url(file.uri))
+            return None
+        if response.status_code != 200:
+            log.info("springer: HTTP %d for %s", response.status_code, redact_url(file.uri))
+            return None
+        return Blob(file=file, content=response.content)
+
+
+def _first_record(data: Any) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    records = data.get("records")
+    if not isinstance(records, list) or not records or not isinstance(records[0], dict):
+        return None
+    return records[0]
+
+
+def _pdf_url(record: dict[str, Any]) -> str | None:
+    urls = record.get("url")
+    if not isinstance(urls, list):
+        return None
+    for entry in urls:
+        if not isinstance(entry, dict) or entry.get("format") != "pdf":
+            continue
+        value = entry.get("value")
+        if isinstance(value, str) and value.strip():
+            url = value.strip()
+            try:
+                scheme = httpx.URL(url).scheme
+            except httpx.InvalidURL:
+                continue
+            if scheme in {"http", "https"}:
+                return url
+    return None
+
+
+def _scrub(text: str, key: str) -> str:
+    """Redact ``api_key=`` pairs and, belt and braces, any literal occurrence of ``key``."""
+    return redact_url(text).replace(key, "REDACTED")
