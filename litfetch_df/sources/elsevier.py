@@ -1,0 +1,139 @@
+"""Elsevier Article Retrieval API, located through the DOI's Crossref record.
+
+Crossref doubles as the "is this an Elsevier article?" test: only a DOI whose
+Crossref record links a ``text/xml`` rendition on an ``api.elsevier.com`` host
+is ever sent to Elsevier, and the caller's key travels only there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from .._http import Http, Rate, get_logger, redact_url
+from .._xml import root_name
+from ..files import ELSEVIER_XML, Blob, File, FileKind
+from ..ids import ArticleIds
+from .crossref import fetch_crossref_work, usable_credential
+
+__all__ = ["ElsevierFetcher", "elsevier_xml_link", "is_elsevier_api_url", "is_full_text"]
+
+log = get_logger(__name__)
+
+_NAME: Final = "elsevier_oa"
+_CREDENTIAL: Final = "elsevier_api_key"
+_API_HOST: Final = "api.elsevier.com"
+_ROOT: Final = "full-text-retrieval-response"
+
+
+def is_elsevier_api_url(url: object) -> bool:
+    """Return whether ``url`` is an ``https`` URL on ``api.elsevier.com`` (or a subdomain of it).
+
+    This guards the API key: a URL failing it is never sent the key. Plain
+    ``http`` is refused too, since the key would travel in clear text.
+    """
+    if not isinstance(url, str):
+        return False
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    host = parsed.host.lower()
+    return (
+        parsed.scheme == "https"
+        and not parsed.userinfo
+        and parsed.port is None
+        and (host == _API_HOST or host.endswith("." + _API_HOST))
+    )
+
+
+def elsevier_xml_link(record: Mapping[str, Any]) -> str | None:
+    """Return the first ``text/xml`` link of a Crossref work record that points at Elsevier's API.
+
+    ``None`` when the record has no such link (the DOI is not Elsevier-hosted).
+    """
+    links = record.get("link")
+    if not isinstance(links, list):
+        return None
+    for link in links:
+        if not isinstance(link, dict) or link.get("content-type") != "text/xml":
+            continue
+        url = link.get("URL")
+        if isinstance(url, str) and is_elsevier_api_url(url):
+            return url.strip()
+    return None
+
+
+def is_full_text(content: bytes) -> bool:
+    """Return whether an Elsevier response carries the article's full text.
+
+    The root must be ``full-text-retrieval-response`` (so an HTML page or a
+    ``service-error`` never counts), and the body must hold ``<ce:sections``
+    or at least three ``<ce:para`` elements; an abstract-only answer (what a
+    non-entitled network gets for a subscription article) has neither.
+    """
+    if root_name(content) != _ROOT:
+        return False
+    return b"<ce:sections" in content or content.count(b"<ce:para") >= 3
+
+
+class ElsevierFetcher:
+    """Body fetcher ``elsevier_oa``: Elsevier full-text XML for a DOI.
+
+    Needs ``credentials['elsevier_api_key']`` (a per-user dev.elsevier.com
+    key); without one it declines and makes no request at all.
+    """
+
+    name: str = _NAME
+    requires: frozenset[str] = frozenset({"doi"})
+
+    def __repr__(self) -> str:
+        return "ElsevierFetcher()"
+
+    async def fetch(
+        self,
+        article_ids: ArticleIds,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> Blob | None:
+        """Return the full-text XML as an ``application/vnd.elsevier+xml`` Blob, or ``None``.
+
+        Declines (``None``) without a key or DOI, when Crossref links no
+        Elsevier XML, on any non-200, an empty or abstract-only body, and a
+        transport failure.
+        """
+        key = usable_credential(credentials, _CREDENTIAL)
+        if key is None or article_ids.doi is None:
+            return None
+        record = await fetch_crossref_work(http, article_ids.doi)
+        if record is None:
+            return None
+        link = elsevier_xml_link(record)
+        if link is None:
+            log.debug("Crossref links no Elsevier XML for %s", article_ids.doi)
+            return None
+        try:
+            # Redirects stay off: the key header must not follow a hop to another origin.
+            response = await http.get(
+                link,
+                headers={"X-ELS-APIKey": key, "Accept": "text/xml"},
+                rate=Rate.DEFAULT,
+                follow_redirects=False,
+            )
+        except httpx.HTTPError as exc:
+            log.warning("Elsevier request %s failed: %s", redact_url(link), type(exc).__name__)
+            return None
+        if response.status_code != 200:
+            level = logging.DEBUG if response.status_code == 404 else logging.WARNING
+            log.log(level, "Elsevier gave HTTP %d for %s", response.status_code, redact_url(link))
+            return None
+        content = response.content
+        if not is_full_text(content):
+            log.info("Elsevier returned no full text for %s", article_ids.doi)
+            return None
+        file = File(kind=FileKind.BODY, source=_NAME, media_type=ELSEVIER_XML, uri=link)
+        return Blob(file=file, content=content)

@@ -1,0 +1,206 @@
+"""Semantic Scholar Graph API paper lookup: cross-referenced ids and the open-access PDF.
+
+:class:`SemanticScholarResolver` reads ``externalIds``,
+:class:`SemanticScholarFileSource` reads ``openAccessPdf``; both go through
+:func:`fetch_s2_paper`. The record mappings (:func:`s2_article_ids`,
+:func:`s2_pdf_files`) are pure so the batch endpoint can reuse them per item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import httpx
+
+from .._http import Http, Rate, get_logger
+from ..files import PDF, Blob, File, FileKind
+from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
+from .crossref import download_file, is_web_url, json_object, usable_credential
+
+__all__ = [
+    "S2_PAPER_URL",
+    "SemanticScholarFileSource",
+    "SemanticScholarResolver",
+    "fetch_s2_paper",
+    "s2_article_ids",
+    "s2_paper_id",
+    "s2_pdf_files",
+]
+
+log = get_logger(__name__)
+
+S2_PAPER_URL: Final = "https://api.semanticscholar.org/graph/v1/paper/"
+"""Base of the single-paper endpoint; the paper id follows it."""
+
+_NAME: Final = "semantic_scholar"
+_CREDENTIAL: Final = "semantic_scholar_api_key"
+
+
+def s2_paper_id(article_ids: ArticleIds) -> str | None:
+    """Return the S2 paper id: ``DOI:<doi>``, else ``PMID:<pmid>``, else ``PMCID:<digits>``.
+
+    The DOI is path-encoded; the PMCID loses its ``PMC`` prefix as S2
+    documents. An id that does not validate (a DOI that would escape its URL
+    path, say) is skipped in favour of the next; ``None`` when none is usable.
+    """
+    if article_ids.doi is not None:
+        try:
+            return "DOI:" + doi_path(article_ids.doi)
+        except ValueError:
+            log.warning("Semantic Scholar: skipping an invalid DOI %r", article_ids.doi)
+    if article_ids.pmid is not None:
+        try:
+            return "PMID:" + parse_pmid(article_ids.pmid)
+        except ValueError:
+            log.warning("Semantic Scholar: skipping an invalid PMID %r", article_ids.pmid)
+    if article_ids.pmcid is not None:
+        try:
+            return "PMCID:" + parse_pmcid(article_ids.pmcid).removeprefix("PMC")
+        except ValueError:
+            log.warning("Semantic Scholar: skipping an invalid PMCID %r", article_ids.pmcid)
+    return None
+
+
+async def fetch_s2_paper(
+    http: Http, article_ids: ArticleIds, *, fields: str, api_key: str | None = None
+) -> dict[str, Any] | None:
+    """Return the S2 paper record with ``fields`` for the bundle, or ``None``.
+
+    Sends ``x-api-key`` only when ``api_key`` is a non-blank string, and paces
+    at :attr:`Rate.S2_KEYED` then, else :attr:`Rate.S2_UNKEYED`. ``None``
+    without a usable id (no request), for a 404, any other non-200 (a 429 that
+    outlived the retries included), a body that is not a JSON object, and a
+    transport failure.
+    """
+    paper_id = s2_paper_id(article_ids)
+    if paper_id is None:
+        return None
+    key = api_key.strip() if isinstance(api_key, str) and api_key.strip() else None
+    headers = {"x-api-key": key} if key else None
+    rate = Rate.S2_KEYED if key else Rate.S2_UNKEYED
+    try:
+        response = await http.get(
+            S2_PAPER_URL + paper_id, params={"fields": fields}, headers=headers, rate=rate
+        )
+    except httpx.HTTPError as exc:
+        log.warning("Semantic Scholar lookup for %s failed: %s", paper_id, type(exc).__name__)
+        return None
+    if response.status_code == 404:
+        log.debug("Semantic Scholar has no paper %s", paper_id)
+        return None
+    if response.status_code != 200:
+        log.warning("Semantic Scholar lookup for %s gave HTTP %d", paper_id, response.status_code)
+        return None
+    record = json_object(response)
+    if record is None:
+        log.warning("Semantic Scholar answered %s with something that is not JSON", paper_id)
+    return record
+
+
+def s2_pdf_files(record: Mapping[str, Any]) -> tuple[File, ...]:
+    """Return the record's ``openAccessPdf.url`` as a BODY ``application/pdf`` File (at most one).
+
+    ``openAccessPdf`` missing or ``null``, or a ``url`` that is empty or not
+    http(s), gives ``()``.
+    """
+    pdf = record.get("openAccessPdf")
+    url = pdf.get("url") if isinstance(pdf, dict) else None
+    if not is_web_url(url):
+        return ()
+    return (File(kind=FileKind.BODY, source=_NAME, media_type=PDF, uri=str(url).strip()),)
+
+
+def s2_article_ids(record: Mapping[str, Any]) -> ArticleIds:
+    """Return the ids in the record's ``externalIds``, normalised.
+
+    ``DOI`` → doi, ``PubMed`` → pmid (an integer is stringified),
+    ``PubMedCentral`` → ``PMC``-prefixed pmcid. Values that do not validate
+    are left out.
+    """
+    external = record.get("externalIds")
+    if not isinstance(external, dict):
+        return ArticleIds()
+    return ArticleIds(
+        pmid=_parsed(parse_pmid, external.get("PubMed")),
+        pmcid=_parsed(parse_pmcid, external.get("PubMedCentral")),
+        doi=_parsed(parse_doi, external.get("DOI")),
+    )
+
+
+def _parsed(parser: Callable[[object], str], value: object) -> str | None:
+    if value is None or isinstance(value, bool) or value == "":
+        return None
+    try:
+        return parser(value)
+    except ValueError:
+        return None
+
+
+class SemanticScholarFileSource:
+    """File source ``semantic_scholar``: the open-access PDF S2 knows for the article.
+
+    Keys on the DOI, else PMID, else PMCID. An optional key in
+    ``credentials['semantic_scholar_api_key']`` goes to S2 only and raises the pace.
+    """
+
+    name: str = _NAME
+
+    def __repr__(self) -> str:
+        return "SemanticScholarFileSource()"
+
+    async def list_files(
+        self,
+        article_ids: ArticleIds,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> tuple[File, ...]:
+        """Return the ``openAccessPdf`` File (empty without an id or a PDF URL)."""
+        record = await fetch_s2_paper(
+            http,
+            article_ids,
+            fields="openAccessPdf",
+            api_key=usable_credential(credentials, _CREDENTIAL),
+        )
+        return s2_pdf_files(record) if record is not None else ()
+
+    async def fetch_file(
+        self,
+        file: File,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> Blob | None:
+        """Download a listed PDF (redirects followed; the S2 key is not sent), or ``None``."""
+        return await download_file(http, file)
+
+
+class SemanticScholarResolver:
+    """Per-item resolver: ids cross-referenced through S2's ``externalIds``.
+
+    ``await SemanticScholarResolver()(ids, http)`` returns ``ids`` merged with
+    what S2 knows (a known id is never overwritten). A bundle with no usable
+    DOI, PMID or PMCID, or one that already holds all three, costs no request.
+    ``api_key`` is optional; with one the resolver paces at the keyed rate.
+    """
+
+    __slots__ = ("_api_key",)
+
+    def __init__(self, *, api_key: str | None = None) -> None:
+        self._api_key = api_key.strip() if isinstance(api_key, str) and api_key.strip() else None
+
+    def __repr__(self) -> str:
+        # Never show the key itself.
+        return f"SemanticScholarResolver(api_key={'<set>' if self._api_key else None})"
+
+    async def __call__(self, article_ids: ArticleIds, http: Http) -> ArticleIds:
+        """Return ``article_ids`` with gaps filled from S2's ``externalIds``."""
+        if article_ids.has(RESOLVABLE):
+            return article_ids
+        record = await fetch_s2_paper(
+            http, article_ids, fields="externalIds", api_key=self._api_key
+        )
+        if record is None:
+            return article_ids
+        return article_ids.merge(s2_article_ids(record))

@@ -1,0 +1,150 @@
+"""Unpaywall: one DOI-keyed record, read for the best open-access PDF and for access terms.
+
+:class:`UnpaywallFileSource` and :func:`litfetch_df.operations.access.resolve_access`
+both call :func:`fetch_unpaywall_record` with the same email, so inside one
+:meth:`Session.scope` the record is fetched once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from .._http import Http, Rate, get_logger
+from ..files import PDF, Blob, File, FileKind
+from ..ids import ArticleIds, doi_path
+from ..metadata import SourceMetadata
+from .crossref import download_file, is_web_url, json_object
+
+__all__ = [
+    "UNPAYWALL_URL",
+    "UnpaywallFileSource",
+    "fetch_unpaywall_record",
+    "unpaywall_access",
+    "unpaywall_email",
+    "unpaywall_files",
+]
+
+log = get_logger(__name__)
+
+UNPAYWALL_URL: Final = "https://api.unpaywall.org/v2/"
+"""Base of the v2 record endpoint; the path-encoded DOI follows it."""
+
+_NAME: Final = "unpaywall"
+
+
+def _text(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def unpaywall_email(http: Http, email: str | None = None) -> str | None:
+    """Return the email to send: ``email`` if non-blank, else the session contact, else ``None``."""
+    return _text(email) or _text(http.contact)
+
+
+async def fetch_unpaywall_record(
+    http: Http, doi: str, *, email: str | None = None
+) -> dict[str, Any] | None:
+    """Return Unpaywall's v2 record for ``doi``, or ``None``.
+
+    The email is ``email`` when given, else ``http.contact``; with neither, no
+    request is made (Unpaywall requires one). Paced at :attr:`Rate.UNPAYWALL`.
+    ``None`` also for an invalid or path-escaping DOI (no request), a 404
+    (unknown DOI), a 422 (rejected email), any other non-200, a body that is
+    not a JSON object, and a transport failure after retries.
+    """
+    address = unpaywall_email(http, email)
+    if address is None:
+        log.debug("Unpaywall skipped: no email (pass email= or set Session(contact=...))")
+        return None
+    try:
+        url = UNPAYWALL_URL + doi_path(doi)
+    except ValueError:
+        log.warning("Unpaywall: not looking up an invalid DOI %r", doi)
+        return None
+    try:
+        response = await http.get(url, params={"email": address}, rate=Rate.UNPAYWALL)
+    except httpx.HTTPError as exc:
+        log.warning("Unpaywall lookup for %s failed: %s", doi, type(exc).__name__)
+        return None
+    if response.status_code == 404:
+        log.debug("Unpaywall has no record for %s", doi)
+        return None
+    if response.status_code != 200:
+        log.warning("Unpaywall lookup for %s gave HTTP %d", doi, response.status_code)
+        return None
+    record = json_object(response)
+    if record is None:
+        log.warning("Unpaywall answered %s with something that is not a JSON record", doi)
+    return record
+
+
+def _best_location(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    best = record.get("best_oa_location")
+    return best if isinstance(best, dict) else {}
+
+
+def unpaywall_files(record: Mapping[str, Any]) -> tuple[File, ...]:
+    """Return the record's best-OA-location PDF as a BODY ``application/pdf`` File (at most one).
+
+    A closed article (``best_oa_location: null``) or a location without an
+    http(s) ``url_for_pdf`` gives ``()``.
+    """
+    url = _best_location(record).get("url_for_pdf")
+    if not is_web_url(url):
+        return ()
+    return (File(kind=FileKind.BODY, source=_NAME, media_type=PDF, uri=str(url).strip()),)
+
+
+def unpaywall_access(record: Mapping[str, Any]) -> SourceMetadata:
+    """Return the record's access terms: raw ``best_oa_location.license`` and ``oa_status``.
+
+    ``basis='unpaywall'`` when either is present; an empty
+    :class:`SourceMetadata` when neither is.
+    """
+    licence = _text(_best_location(record).get("license"))
+    access = _text(record.get("oa_status"))
+    if licence is None and access is None:
+        return SourceMetadata()
+    return SourceMetadata(licence=licence, access=access, basis="unpaywall")
+
+
+class UnpaywallFileSource:
+    """File source ``unpaywall``: the best open-access PDF Unpaywall knows for a DOI.
+
+    ``email`` overrides the session contact for this source; without either
+    the source makes no request and lists nothing.
+    """
+
+    name: str = _NAME
+
+    def __init__(self, *, email: str | None = None) -> None:
+        self.email = email
+
+    def __repr__(self) -> str:
+        return f"UnpaywallFileSource(email={self.email!r})"
+
+    async def list_files(
+        self,
+        article_ids: ArticleIds,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> tuple[File, ...]:
+        """Return the best-OA PDF File for the article's DOI (empty when none)."""
+        if article_ids.doi is None:
+            return ()
+        record = await fetch_unpaywall_record(http, article_ids.doi, email=self.email)
+        return unpaywall_files(record) if record is not None else ()
+
+    async def fetch_file(
+        self,
+        file: File,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> Blob | None:
+        """Download a listed PDF (redirects followed, no credentials), or ``None``."""
+        return await download_file(http, file)
