@@ -1,0 +1,278 @@
+"""Resolver chains and batch resolution.
+
+Per item, :func:`chain` runs resolvers in order until a bundle holds every
+resolvable id. For a whole corpus, the batch resolvers collapse N lookups into
+``ceil(distinct / cap)`` requests per service, and :func:`chain_batch` feeds
+each only the elements still missing something.
+
+Every batch resolver here follows one recipe (:func:`_resolve_keyed`): key each
+element in the service's scheme, send each distinct key once, chunk at the
+service's cap, issue the chunks together (the session paces them; nothing here
+sleeps), fan each answer back to every index sharing its key, and report as
+abandoned the still-incomplete indices of chunks that were never answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+
+from .._http import Http
+from ..ids import RESOLVABLE, ArticleIds
+from ..sources import europe_pmc_search, ncbi_idconv, openalex
+from ..sources.europe_pmc_search import EuropePmcResolver
+from ..sources.ncbi_idconv import NcbiIdConverterResolver
+from .types import BatchResolver, Resolver
+
+__all__ = [
+    "EuropePmcBatchResolver",
+    "NcbiIdConverterBatchResolver",
+    "OpenAlexResolver",
+    "chain",
+    "chain_batch",
+    "default_batch_resolver",
+    "default_resolver",
+]
+
+Lookup = Callable[[list[str]], Awaitable[dict[str, ArticleIds] | None]]
+"""Ask a service about a chunk of keys: key → ids found, or ``None`` when not answered."""
+
+
+# -- per item -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chain:
+    resolvers: tuple[Resolver, ...]
+
+    async def __call__(self, ids: ArticleIds, http: Http) -> ArticleIds:
+        for resolver in self.resolvers:
+            if ids.has(RESOLVABLE):
+                break
+            # Merge again here so a resolver that overwrites cannot change a known id.
+            ids = ids.merge(await resolver(ids, http))
+        return ids
+
+
+def chain(*resolvers: Resolver) -> Resolver:
+    """Compose resolvers into one that runs them in order.
+
+    The composite stops as soon as pmid, pmcid and doi are all known and
+    never lets a later resolver overwrite an id an earlier one found. Put your
+    own resolver first and fallbacks after.
+    """
+    return _Chain(tuple(resolvers))
+
+
+def default_resolver() -> Resolver:
+    """Return the keyless per-item chain: Europe PMC search, then the NCBI ID Converter."""
+    return chain(EuropePmcResolver(), NcbiIdConverterResolver())
+
+
+# -- batch machinery ------------------------------------------------------------------------
+
+
+async def _resolve_keyed(
+    batch: Sequence[ArticleIds],
+    *,
+    key_of: Callable[[ArticleIds], str | None],
+    lookup: Lookup,
+    cap: int,
+    alone: Callable[[str], bool] = lambda _key: False,
+) -> tuple[list[ArticleIds], set[int]]:
+    """Run one service over ``batch``: dedupe keys, chunk, gather, fan out, merge.
+
+    ``alone(key)`` marks keys that cannot share a request (a separator inside
+    the id) and go one per request.
+    """
+    out = list(batch)
+    positions: dict[str, list[int]] = {}
+    for index, ids in enumerate(out):
+        key = key_of(ids)
+        if key is not None:
+            positions.setdefault(key, []).append(index)
+    listed = [key for key in positions if not alone(key)]
+    chunks = [listed[at : at + cap] for at in range(0, len(listed), cap)]
+    chunks += [[key] for key in positions if alone(key)]
+    answers = await asyncio.gather(*(lookup(chunk) for chunk in chunks))
+    abandoned: set[int] = set()
+    for chunk, answer in zip(chunks, answers, strict=True):
+        for key in chunk:
+            if answer is None:
+                abandoned.update(i for i in positions[key] if not out[i].has(RESOLVABLE))
+                continue
+            found = answer.get(key)
+            if found is not None:
+                for i in positions[key]:
+                    out[i] = out[i].merge(found)
+    return out, abandoned
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NcbiIdConverterBatchResolver:
+    """A batch resolver over the NCBI ID Converter, 200 ids per request.
+
+    Keys each element on its pmid, else its ``PMC``-prefixed pmcid, else its
+    lower-cased doi, and sends each distinct key once in auto-detecting
+    requests (no ``idtype``) so PMIDs, PMCIDs and DOIs share a chunk. Records
+    are matched back by ``requested-id``, falling back to the ids they echo;
+    error records are misses. A DOI containing ``,`` (NCBI's list separator)
+    is sent on its own. ``tool`` and the session contact identify the caller.
+    Returns the aligned, merged bundles and the abandoned indices.
+    """
+
+    tool: str = "litfetch_df"
+
+    def __post_init__(self) -> None:
+        ncbi_idconv.check_tool(self.tool)
+
+    async def __call__(
+        self, batch: Sequence[ArticleIds], http: Http
+    ) -> tuple[list[ArticleIds], set[int]]:
+        """Enrich ``batch`` from the converter; see the class docstring."""
+
+        async def lookup(keys: list[str]) -> dict[str, ArticleIds] | None:
+            if len(keys) == 1 and "," in keys[0]:
+                # Even alone it is split by NCBI unless the type is stated.
+                return await ncbi_idconv.convert(http, keys, tool=self.tool, idtype="doi")
+            return await ncbi_idconv.convert(http, keys, tool=self.tool)
+
+        return await _resolve_keyed(
+            batch,
+            key_of=ncbi_idconv.batch_key,
+            lookup=lookup,
+            cap=ncbi_idconv.BATCH_CAP,
+            alone=lambda key: "," in key,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class EuropePmcBatchResolver:
+    """A batch resolver over Europe PMC search, 100 PMIDs OR-ed into one query.
+
+    Sends ``(EXT_ID:a OR EXT_ID:b …) AND SRC:MED`` for the elements that have a
+    PMID and lack a PMCID or a DOI, and fills both from each MEDLINE record
+    (the PMCID covers UK-only author manuscripts NCBI lacks; the DOI covers
+    PubMed articles outside PMC, at no extra request). Returns the aligned,
+    merged bundles and the abandoned indices.
+    """
+
+    async def __call__(
+        self, batch: Sequence[ArticleIds], http: Http
+    ) -> tuple[list[ArticleIds], set[int]]:
+        """Enrich ``batch`` from Europe PMC; see the class docstring."""
+
+        async def lookup(pmids: list[str]) -> dict[str, ArticleIds] | None:
+            return await europe_pmc_search.search_pmids(http, pmids)
+
+        return await _resolve_keyed(
+            batch,
+            key_of=europe_pmc_search.search_key,
+            lookup=lookup,
+            cap=europe_pmc_search.BATCH_CAP,
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OpenAlexResolver:
+    """A batch resolver mapping DOIs to PMID / PMCID via the OpenAlex works filter.
+
+    Sends 50 lower-cased DOIs per ``filter=doi:a|b|…`` request with
+    ``select=ids,doi`` (identifiers only), the session contact as ``mailto``
+    and ``api_key`` when given (OpenAlex's keyless daily budget is tiny).
+    Paced at :attr:`Rate.OPENALEX`. A DOI containing ``|`` or ``,`` (filter
+    syntax) is sent alone. A 403 (OpenAlex's rate limit) abandons its chunk
+    like a 429/5xx. The key is checked at construction (``ValueError`` when
+    blank or containing whitespace) and never appears in a repr or a log.
+    Returns the aligned, merged bundles and the abandoned indices.
+    """
+
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        openalex.check_api_key(self.api_key)
+
+    async def __call__(
+        self, batch: Sequence[ArticleIds], http: Http
+    ) -> tuple[list[ArticleIds], set[int]]:
+        """Enrich ``batch`` from OpenAlex; see the class docstring."""
+
+        async def lookup(dois: list[str]) -> dict[str, ArticleIds] | None:
+            return await openalex.works_by_doi(http, dois, api_key=self.api_key)
+
+        return await _resolve_keyed(
+            batch,
+            key_of=openalex.doi_lookup_key,
+            lookup=lookup,
+            cap=openalex.BATCH_CAP,
+            alone=lambda doi: "|" in doi or "," in doi,
+        )
+
+
+# -- batch composition ----------------------------------------------------------------------
+
+
+def _required_fields(required: Iterable[str]) -> frozenset[str]:
+    names = (required,) if isinstance(required, str) else tuple(required)
+    fields = frozenset(names)
+    if not fields:
+        raise ValueError("required must name at least one of pmid, pmcid, doi")
+    unknown = sorted(str(f) for f in fields - RESOLVABLE)
+    if unknown:
+        raise ValueError(
+            f"required may name only resolvable identifiers (pmid, pmcid, doi), got {unknown}"
+        )
+    return fields
+
+
+@dataclasses.dataclass(frozen=True)
+class _BatchChain:
+    resolvers: tuple[BatchResolver, ...]
+    required: frozenset[str]
+
+    async def __call__(
+        self, batch: Sequence[ArticleIds], http: Http
+    ) -> tuple[list[ArticleIds], set[int]]:
+        current = list(batch)
+        gave_up: set[int] = set()
+        for resolver in self.resolvers:
+            todo = [i for i, ids in enumerate(current) if not ids.has(self.required)]
+            if not todo:
+                break
+            results, abandoned = await resolver([current[i] for i in todo], http)
+            if len(results) != len(todo):
+                raise ValueError(
+                    f"batch resolver {resolver!r} returned {len(results)} results "
+                    f"for {len(todo)} inputs"
+                )
+            for position, index in enumerate(todo):
+                # Merge again so a resolver that overwrites cannot change a known id.
+                current[index] = current[index].merge(results[position])
+            gave_up.update(todo[j] for j in abandoned if 0 <= j < len(todo))
+        return current, {i for i in gave_up if not current[i].has(self.required)}
+
+
+def chain_batch(*resolvers: BatchResolver, required: Iterable[str] = RESOLVABLE) -> BatchResolver:
+    """Compose batch resolvers; each sees only the elements still missing a ``required`` id.
+
+    ``required`` (default: pmid, pmcid, doi) must be non-empty and name only
+    resolvable identifiers, else :class:`ValueError`. The composite returns
+    the aligned, merged bundles and the indices still incomplete on
+    ``required`` that some resolver abandoned (an index a later resolver
+    completed is dropped from the set).
+    """
+    return _BatchChain(tuple(resolvers), _required_fields(required))
+
+
+def default_batch_resolver(*, openalex_api_key: str | None = None) -> BatchResolver:
+    """Return the keyless batch chain: NCBI ID Converter → Europe PMC → OpenAlex.
+
+    ``openalex_api_key`` is passed to :class:`OpenAlexResolver` (OpenAlex's
+    keyless daily budget allows about a hundred filter requests).
+    """
+    return chain_batch(
+        NcbiIdConverterBatchResolver(),
+        EuropePmcBatchResolver(),
+        OpenAlexResolver(api_key=openalex_api_key),
+    )
