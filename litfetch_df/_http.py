@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import enum
 import logging
+import math
 import random
 import re
 import time
@@ -33,19 +35,22 @@ RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504})
 class Rate(enum.Enum):
     """A named politeness domain: the minimum spacing of request starts to one host.
 
-    The value is ``(min_interval_seconds, max_in_flight)``; ``max_in_flight``
+    The value is ``(min_interval_seconds, max_in_flight, domain)``; ``max_in_flight``
     ``0`` means unbounded. Key presence decides keyed / unkeyed at the call site.
     """
 
-    DEFAULT = (0.0, 0)
-    NCBI_UNKEYED = (0.34, 0)
-    NCBI_KEYED = (0.1, 0)
-    S2_UNKEYED = (1.0, 1)
-    S2_KEYED = (0.1, 0)
-    OPENALEX = (0.1, 0)
-    EUROPE_PMC = (0.05, 0)
-    CROSSREF = (0.1, 3)
-    UNPAYWALL = (0.02, 0)
+    # The third item keeps members with equal numbers distinct: without it Enum
+    # would make OPENALEX and S2_KEYED mere aliases of NCBI_KEYED (same name, same
+    # identity), which hides them from iteration and mislabels them in reprs.
+    DEFAULT = (0.0, 0, "default")
+    NCBI_UNKEYED = (0.34, 0, "ncbi")
+    NCBI_KEYED = (0.1, 0, "ncbi-keyed")
+    S2_UNKEYED = (1.0, 1, "s2")
+    S2_KEYED = (0.1, 0, "s2-keyed")
+    OPENALEX = (0.1, 0, "openalex")
+    EUROPE_PMC = (0.05, 0, "europepmc")
+    CROSSREF = (0.1, 3, "crossref")
+    UNPAYWALL = (0.02, 0, "unpaywall")
 
     @property
     def min_interval(self) -> float:
@@ -80,18 +85,25 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError("delays must not be negative")
+        for name in ("base_delay", "max_delay"):
+            value = getattr(self, name)
+            # NaN compares false with everything, so test for it explicitly
+            if not isinstance(value, int | float) or math.isnan(value) or value < 0:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
 
     def backoff(self, attempt: int, *, rng: random.Random | None = None) -> float:
         """Return the jittered wait before retry number ``attempt`` (0-based)."""
-        upper = min(self.max_delay, self.base_delay * (2**attempt))
+        # min() on the exponent first: 2**attempt for a large attempt overflows a float
+        upper = min(self.max_delay, self.base_delay * (2.0 ** min(attempt, 64)))
         return (rng or random).uniform(0.0, upper)
 
     def delay_for(
         self, attempt: int, response: httpx.Response | None, *, now: float | None = None
     ) -> float:
-        """Return the wait before retry ``attempt`` after ``response`` (``None``: transport error)."""
+        """Return the wait before retry ``attempt`` (0-based) after ``response``.
+
+        ``response`` is ``None`` after a transport error.
+        """
         if response is not None and response.status_code in (429, 503):
             after = parse_retry_after(response.headers.get("retry-after"), now=now)
             if after is not None:
@@ -109,10 +121,13 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     except ValueError:
         try:
             when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
         if when is None:
             return None
+        if when.tzinfo is None:
+            # An HTTP date is always GMT; a naive value would otherwise read as local time.
+            when = when.replace(tzinfo=datetime.UTC)
         seconds = when.timestamp() - (time.time() if now is None else now)
     if seconds != seconds:  # NaN
         return None
@@ -237,10 +252,23 @@ def _scrub(value: object) -> object:
 
 _FILTER = RedactingFilter()
 
+_LOGGERS_TO_REDACT = (
+    "httpx",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+    "litfetch_df",
+)
+
 
 def install_log_redaction() -> None:
     """Attach the redacting filter to the loggers that print request URLs (idempotent)."""
-    for name in ("httpx", "httpcore", "litfetch_df"):
+    # A logger's filters see only records logged on that very logger, not on its
+    # children, so httpcore's per-module loggers are listed one by one.
+    for name in _LOGGERS_TO_REDACT:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)

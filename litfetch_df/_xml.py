@@ -7,6 +7,7 @@ huge-tree mode. Every parse of upstream XML goes through :func:`parse_xml`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from lxml import etree
 
@@ -44,15 +45,28 @@ def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Ele
     """
     if not content or not content.strip():
         raise XmlError("empty document")
-    head = content[:65536]
-    if not allow_entity_decls and _ENTITY_DECL.search(head):
-        raise XmlError("document declares entities; refused")
+    if not allow_entity_decls:
+        # Entity declarations can only sit in the prolog (the DOCTYPE's internal
+        # subset), however long a comment pads it: scan all of it, and no further,
+        # so a body that merely mentions "<!ENTITY" in a CDATA section still parses.
+        first = _first_start_tag(content)
+        prolog = content if first < 0 else content[:first]
+        if _ENTITY_DECL.search(prolog):
+            raise XmlError("document declares entities; refused")
     try:
         root = etree.fromstring(content, parser=_parser())
     except etree.XMLSyntaxError as exc:
         raise XmlError(f"malformed XML: {exc.msg}") from None
+    except (ValueError, LookupError) as exc:  # e.g. an unknown declared encoding
+        raise XmlError(f"unreadable XML: {type(exc).__name__}") from None
     if root is None:
         raise XmlError("no root element")
+    if not allow_entity_decls:
+        # The byte scan cannot see declarations in a non-ASCII-compatible encoding
+        # (UTF-16); the parsed DTD can. They were not expanded, but refuse all the same.
+        dtd: Any = root.getroottree().docinfo.internalDTD  # the stubs lack iterentities
+        if dtd is not None and any(True for _ in dtd.iterentities()):
+            raise XmlError("document declares entities; refused")
     return root
 
 
@@ -65,32 +79,91 @@ def local_name(element: etree._Element) -> str:
 
 
 _FIRST_TAG = re.compile(rb"<\s*([A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)")
+# Inside a DOCTYPE: what can hide a '>' (quoted ids) or open the internal subset.
+_DOCTYPE_STOP = re.compile(rb"[\"'\[>]")
+# Inside the internal subset: what can hide a ']' (comments, PIs, quoted values).
+_SUBSET_STOP = re.compile(rb"<!--|<\?|[\"'\]]")
+
+
+def _skip_quoted(content: bytes, i: int) -> int:
+    """Return the offset just past the quoted literal starting at ``i`` (``-1``: unterminated)."""
+    end = content.find(content[i : i + 1], i + 1)
+    return -1 if end < 0 else end + 1
+
+
+def _doctype_end(content: bytes, pos: int) -> int:
+    """Return the offset just past the DOCTYPE declaration whose body starts at ``pos``."""
+    while True:
+        m = _DOCTYPE_STOP.search(content, pos)
+        if m is None:
+            return -1
+        tok, i = m.group(), m.start()
+        if tok == b">":
+            return i + 1
+        pos = _subset_end(content, i + 1) if tok == b"[" else _skip_quoted(content, i)
+        if pos < 0:
+            return -1
+
+
+def _subset_end(content: bytes, pos: int) -> int:
+    """Return the offset just past the ``]`` closing the internal subset opened before ``pos``."""
+    while True:
+        m = _SUBSET_STOP.search(content, pos)
+        if m is None:
+            return -1
+        tok, i = m.group(), m.start()
+        if tok == b"]":
+            return i + 1
+        if tok == b"<!--":
+            end = content.find(b"-->", i + 4)
+            pos = -1 if end < 0 else end + 3
+        elif tok == b"<?":
+            end = content.find(b"?>", i + 2)
+            pos = -1 if end < 0 else end + 2
+        else:
+            pos = _skip_quoted(content, i)
+        if pos < 0:
+            return -1
+
+
+def _first_start_tag(content: bytes) -> int:
+    """Return the offset of the ``<`` of the first start tag, skipping the prolog (``-1``: none)."""
+    pos = 0
+    n = len(content)
+    while True:
+        lt = content.find(b"<", pos)
+        if lt < 0 or lt + 1 >= n:
+            return -1
+        if content.startswith(b"<!--", lt):
+            end = content.find(b"-->", lt + 4)
+            pos = -1 if end < 0 else end + 3
+        elif content.startswith(b"<?", lt):
+            # a PI ends at '?>', and its data may hold a bare '>'
+            end = content.find(b"?>", lt + 2)
+            pos = -1 if end < 0 else end + 2
+        elif content[lt : lt + 9].upper() == b"<!DOCTYPE":
+            # the internal subset's declarations contain '>' of their own
+            pos = _doctype_end(content, lt + 9)
+        elif content.startswith(b"<!", lt):
+            end = content.find(b">", lt + 2)
+            pos = -1 if end < 0 else end + 1
+        else:
+            return lt
+        if pos < 0:
+            return -1
 
 
 def root_name(content: bytes) -> str | None:
-    """Return the local name of the first start tag, reading no further than needed."""
-    pos = 0
-    n = len(content)
-    while pos < n:
-        lt = content.find(b"<", pos)
-        if lt < 0 or lt + 1 >= n:
-            return None
-        nxt = content[lt + 1 : lt + 2]
-        if nxt in (b"?", b"!"):
-            # skip declarations, comments, DOCTYPE (with a possible internal subset)
-            if content.startswith(b"<!--", lt):
-                end = content.find(b"-->", lt + 4)
-                pos = n if end < 0 else end + 3
-                continue
-            if content.startswith(b"<!DOCTYPE", lt) and b"[" in content[lt : content.find(b">", lt) + 1 or n]:
-                end = content.find(b"]>", lt)
-                pos = n if end < 0 else end + 2
-                continue
-            end = content.find(b">", lt)
-            pos = n if end < 0 else end + 1
-            continue
-        m = _FIRST_TAG.match(content, lt)
-        if not m:
-            return None
-        return m.group(2).decode("ascii", "replace")
-    return None
+    """Return the local name of the first start tag, reading no further than needed.
+
+    Skips the XML declaration, processing instructions, comments and a DOCTYPE
+    (internal subset included); returns ``None`` when no start tag is found.
+    Never raises on arbitrary bytes.
+    """
+    lt = _first_start_tag(content)
+    if lt < 0:
+        return None
+    m = _FIRST_TAG.match(content, lt)
+    if not m:
+        return None
+    return m.group(2).decode("ascii", "replace")

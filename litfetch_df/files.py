@@ -1,4 +1,4 @@
-"""The file-set values: :class:`File` references, their :class:`FileKind`, and :class:`Blob` bytes."""
+"""The file-set values: :class:`File` references, their :class:`FileKind`, :class:`Blob` bytes."""
 
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ PDF: Final = "application/pdf"
 """Any PDF rendition."""
 
 INSTITUTIONAL: Final = "litfetch:institutional"
-"""``File.credential_key`` marker: fetching needs institutional entitlement (an EZproxy-style client)."""
+"""``File.credential_key`` marker: fetching needs institutional entitlement.
+
+That is, a subscription reached through an EZproxy-style ``client_factory``.
+"""
 
 
 class FileKind(enum.Enum):

@@ -74,8 +74,8 @@ class ArticleIds:
         return frozenset(f for f in fields if getattr(self, f, None) is None)
 
     def is_empty(self) -> bool:
-        """Return whether no identifier is present."""
-        return not any((self.pmid, self.pmcid, self.doi, self.bookid))
+        """Return whether no identifier is present (every field is ``None``, as in :meth:`has`)."""
+        return self.pmid is None and self.pmcid is None and self.doi is None and self.bookid is None
 
     @classmethod
     def parse(
@@ -147,8 +147,12 @@ def _as_text(value: object, what: str) -> str:
         except UnicodeDecodeError:
             raise ValueError(f"not a {what}: {_show(value)}") from None
     if not isinstance(value, str):
-        # numpy integers and the like stringify sensibly; anything else is rejected below
-        value = str(value)
+        # numpy integers and the like stringify sensibly; anything else is rejected below.
+        # A broken __str__ must still surface as ValueError, the parsers' only error.
+        try:
+            value = str(value)
+        except Exception:
+            raise ValueError(f"not a {what}: <unprintable {type(value).__name__}>") from None
     text = value.strip()
     if len(text) > _MAX_LEN:
         raise ValueError(f"not a {what} (too long): {_show(text)}")
@@ -229,7 +233,7 @@ def parse_pmcid(value: object) -> str:
     return parse_pmcid_versioned(value).pmcid
 
 
-_DOI_RESOLVER = re.compile(r"^(?:https?://)?(?:dx\.)?doi\.org/", re.IGNORECASE)
+_DOI_RESOLVER = re.compile(r"^(?:https?://)?(?:dx\.|www\.)?doi\.org/", re.IGNORECASE)
 _DOI_SCHEME = re.compile(r"^doi\s*:\s*", re.IGNORECASE)
 _DOI_SHAPE = re.compile(r"^10\.[0-9]+(?:\.[0-9]+)*/\S(?:.*\S)?$", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -251,8 +255,10 @@ def parse_doi(value: object) -> str:
         # A doi.org URL carries the DOI percent-encoded; the DOI itself does not.
         stripped = urllib.parse.unquote(stripped)
     stripped = _DOI_SCHEME.sub("", stripped, count=1).strip()
-    if not stripped.startswith("10.") and "%2f" in stripped.lower():
-        stripped = urllib.parse.unquote(stripped)
+    if not _DOI_SHAPE.match(stripped) and "%2f" in stripped.lower():
+        # The whole DOI was URL-encoded (``10.1000%2Fabc``): decode it once. Only a value
+        # that fails as it stands is decoded, so a canonical DOI re-parses unchanged.
+        stripped = urllib.parse.unquote(stripped).strip()
     if _CONTROL.search(stripped) or not _DOI_SHAPE.match(stripped):
         raise ValueError(f"not a DOI: {_show(value)}")
     return stripped
@@ -268,7 +274,8 @@ def doi_path(doi: str) -> str:
 
     Each ``/``-separated segment is percent-encoded with no safe characters,
     so ``?``, ``#``, ``%`` and the like cannot reshape the URL. A DOI with a
-    ``.`` or ``..`` segment is rejected with :class:`ValueError`.
+    ``.`` or ``..`` segment (or an empty one, ``//``) is rejected with
+    :class:`ValueError`, as is anything :func:`parse_doi` rejects.
     """
     canonical = parse_doi(doi)
     segments = canonical.split("/")
@@ -281,8 +288,16 @@ _PREPRINT_PREFIXES = ("10.1101/", "10.64898/")
 
 
 def is_preprint_doi(doi: str) -> bool:
-    """Return whether ``doi`` is registered by bioRxiv / medRxiv (Cold Spring Harbor)."""
-    return doi.lower().startswith(_PREPRINT_PREFIXES)
+    """Return whether ``doi`` is registered by bioRxiv / medRxiv (Cold Spring Harbor).
+
+    The prefix is tested on the normalised DOI, so ``doi:`` and ``https://doi.org/``
+    forms count; a value that is not a DOI gives ``False``.
+    """
+    try:
+        canonical = parse_doi(doi)
+    except ValueError:
+        return False
+    return canonical.lower().startswith(_PREPRINT_PREFIXES)
 
 
 _BOOKID = re.compile(r"^(?:nbk)([0-9]+)$", re.IGNORECASE | re.ASCII)

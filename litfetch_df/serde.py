@@ -1,6 +1,7 @@
 """JSON-able dict forms of the value types, for consumers that persist them.
 
 Each type has a ``*_to_dict`` / ``*_from_dict`` pair; a round trip is exact.
+A ``*_from_dict`` given a malformed dict raises :class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,19 @@ __all__ = [
 ]
 
 
+def _mapping(data: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what} must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _required(data: Mapping[str, Any], key: str) -> Any:
+    # Stored records are external input: a missing key is a ValueError, not a KeyError.
+    if key not in data:
+        raise ValueError(f"missing key {key!r}")
+    return data[key]
+
+
 def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is None:
@@ -40,6 +54,7 @@ def article_ids_to_dict(ids: ArticleIds) -> dict[str, str | None]:
 
 def article_ids_from_dict(data: Mapping[str, Any]) -> ArticleIds:
     """Rebuild an :class:`ArticleIds` from :func:`article_ids_to_dict` output."""
+    data = _mapping(data, "ids")
     return ArticleIds(**{name: _opt_str(data, name) for name in FIELDS})
 
 
@@ -59,6 +74,7 @@ def file_to_dict(file: File) -> dict[str, Any]:
 
 def file_from_dict(data: Mapping[str, Any]) -> File:
     """Rebuild a :class:`File` from :func:`file_to_dict` output."""
+    data = _mapping(data, "file")
     size = data.get("size_bytes")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
         raise ValueError(f"size_bytes must be an integer or null, got {size!r}")
@@ -66,7 +82,7 @@ def file_from_dict(data: Mapping[str, Any]) -> File:
     if not isinstance(source, str):
         raise ValueError("source must be a string")
     return File(
-        kind=FileKind(data["kind"]),
+        kind=FileKind(_required(data, "kind")),
         source=source,
         media_type=_opt_str(data, "media_type"),
         uri=_opt_str(data, "uri"),
@@ -84,6 +100,7 @@ def source_metadata_to_dict(meta: SourceMetadata) -> dict[str, str | None]:
 
 def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
     """Rebuild a :class:`SourceMetadata` from :func:`source_metadata_to_dict` output."""
+    data = _mapping(data, "source metadata")
     return SourceMetadata(
         licence=_opt_str(data, "licence"),
         access=_opt_str(data, "access"),
@@ -98,6 +115,6 @@ def related_to_dict(related: Related) -> dict[str, Any]:
 
 def related_from_dict(data: Mapping[str, Any]) -> Related:
     """Rebuild a :class:`Related` from :func:`related_to_dict` output."""
-    return Related(RelationType(data["relation"]), article_ids_from_dict(data["ids"]))
-
-
+    data = _mapping(data, "related")
+    relation = RelationType(_required(data, "relation"))
+    return Related(relation, article_ids_from_dict(_required(data, "ids")))

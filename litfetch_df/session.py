@@ -85,6 +85,10 @@ class _HostState:
     last_start: float = float("-inf")
     paused_until: float = float("-inf")
     gate: asyncio.Semaphore | None = None
+    # A semaphore that ever made a task wait is bound to that event loop; a session
+    # re-entered on a new loop (the notebook bridge runs each call on a fresh one)
+    # needs a new gate, so remember the loop the gate belongs to.
+    gate_loop: asyncio.AbstractEventLoop | None = None
 
 
 @dataclass
@@ -222,7 +226,10 @@ class Session:
             await client.aclose()
 
     def scope(self) -> Session:
-        """Return a child session sharing this one's client, pacing and contact, with its own cache."""
+        """Return a child session sharing this one's client, pacing and contact.
+
+        The child owns a response cache that lives while it is entered (``async with``).
+        """
         child = Session.__new__(Session)
         child._shared = self._shared
         child._parent = self
@@ -334,9 +341,16 @@ class Session:
         key = request_key(method, url, params, headers, follow, body)
         cache = self._cache if self._parent is not None else None
         if cache is not None:
-            pending = cache.get(key)
-            if pending is not None:
-                return await asyncio.shield(pending)
+            while (pending := cache.get(key)) is not None:
+                try:
+                    return await asyncio.shield(pending)
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if pending.cancelled() and task is not None and not task.cancelling():
+                        # The task that owned the request was cancelled, not this one:
+                        # take the request over instead of failing with its cancellation.
+                        continue
+                    raise
             future: asyncio.Future[httpx.Response] = asyncio.get_running_loop().create_future()
             cache[key] = future
             try:
@@ -410,12 +424,19 @@ class Session:
         policy = shared.retry
         host = httpx.URL(url).host
         state = shared.hosts.setdefault(host, _HostState())
-        if rate.max_in_flight and state.gate is None:
+        loop = asyncio.get_running_loop()
+        if rate.max_in_flight and (state.gate is None or state.gate_loop is not loop):
             state.gate = asyncio.Semaphore(rate.max_in_flight)
+            state.gate_loop = loop
         shown = redact_url(httpx.URL(url, params=params or {}))
         for attempt in range(policy.max_attempts):
             last = attempt + 1 == policy.max_attempts
             gate = state.gate if rate.max_in_flight else None
+            # Set instead of raised inside ``except``: the transport's exception (whose
+            # request holds the unredacted URL) must not ride along as __context__.
+            given_up: str | None = None
+            response: httpx.Response | None = None
+            delay = 0.0
             try:
                 if gate is not None:
                     await gate.acquire()
@@ -437,41 +458,60 @@ class Session:
                         gate.release()
             except httpx.TransportError as exc:
                 if last:
-                    reason = (
+                    given_up = (
                         f"{type(exc).__name__} from {host} after {policy.max_attempts} attempts"
                     )
-                    self._note_failure(reason)
-                    raise UpstreamUnavailable(f"{reason}: {method} {shown}") from None
-                delay = policy.delay_for(attempt, None)
-                log.info("%s on %s %s; retrying in %.2fs", type(exc).__name__, method, shown, delay)
+                else:
+                    delay = policy.delay_for(attempt, None)
+                    log.info(
+                        "%s on %s %s; retrying in %.2fs", type(exc).__name__, method, shown, delay
+                    )
+            except httpx.RequestError as exc:
+                given_up = f"{type(exc).__name__} from {host}"
+            if given_up is not None:
+                self._note_failure(given_up)
+                raise UpstreamUnavailable(f"{given_up}: {method} {shown}")
+            if response is None:
                 await asyncio.sleep(delay)
                 continue
-            except httpx.RequestError as exc:
-                reason = f"{type(exc).__name__} from {host}"
-                self._note_failure(reason)
-                raise UpstreamUnavailable(f"{reason}: {method} {shown}") from None
             status = response.status_code
             if status not in RETRYABLE_STATUSES:
                 return response
-            if last:
-                self._note_failure(f"HTTP {status} from {host} after {policy.max_attempts} attempts")
-                log.warning("HTTP %d from %s %s after %d attempts", status, method, shown, attempt + 1)
-                return response
             delay = policy.delay_for(attempt, response)
             if status in (429, 503) and response.headers.get("retry-after"):
-                # The host asked everyone to wait, not just this request.
+                # The host asked everyone to wait, not just this request (even when this
+                # request has no attempt left, its neighbours in the queue do).
                 state.paused_until = max(state.paused_until, time.monotonic() + delay)
+            if last:
+                self._note_failure(
+                    f"HTTP {status} from {host} after {policy.max_attempts} attempts"
+                )
+                log.warning(
+                    "HTTP %d from %s %s after %d attempts", status, method, shown, attempt + 1
+                )
+                return response
             log.info("HTTP %d on %s %s; retrying in %.2fs", status, method, shown, delay)
             await response.aclose()
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _wait_turn(self, state: _HostState, rate: Rate) -> None:
-        now = time.monotonic()
-        slot = max(now, state.last_start + rate.min_interval, state.paused_until)
+        # Slots are reserved in arrival order without awaiting in between, so every
+        # reserved slot is at least one interval after the one before it.
+        slot = max(time.monotonic(), state.last_start + rate.min_interval, state.paused_until)
         state.last_start = slot
-        while (remaining := slot - time.monotonic()) > 0:
-            await asyncio.sleep(remaining)
+        while True:
+            remaining = slot - time.monotonic()
+            if remaining > 0:
+                # sleep() may wake a hair early; loop until the slot has truly come
+                await asyncio.sleep(remaining)
+                continue
+            if state.paused_until <= slot:
+                return
+            # A Retry-After arrived while this request waited: its slot falls inside the
+            # pause, so queue again behind the pause (keeping the spacing).
+            slot = max(time.monotonic(), state.last_start + rate.min_interval, state.paused_until)
+            state.last_start = slot
 
     def _note_failure(self, reason: str) -> None:
         if len(self._failures) < 50:
