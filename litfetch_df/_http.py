@@ -63,9 +63,21 @@ class Rate(enum.Enum):
         return int(self.value[1])
 
     @property
+    def transient_statuses(self) -> frozenset[int]:
+        """Extra statuses this domain uses for "slow down": retried and never cached.
+
+        OpenAlex answers 403 when a client goes too fast (and 429 when the daily
+        budget is spent), so its 403 is transient rather than a verdict.
+        """
+        return _TRANSIENT_BY_DOMAIN.get(str(self.value[2]), frozenset())
+
+    @property
     def per_second(self) -> float:
         """Requests per second this rate allows (``inf`` when unpaced)."""
         return float("inf") if self.min_interval == 0 else 1.0 / self.min_interval
+
+
+_TRANSIENT_BY_DOMAIN: dict[str, frozenset[int]] = {"openalex": frozenset({403})}
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,7 @@ class _Shared:
     refresh: bool
     client: httpx.AsyncClient | None = None
     owns_client: bool = False
+    owns_store: bool = False
     hosts: dict[str, _HostState] = field(default_factory=dict)
     requests_sent: int = 0
     requests_by_host: dict[str, int] = field(default_factory=dict)
@@ -182,6 +183,7 @@ class Session:
             store=store,
             offline=offline,
             refresh=refresh,
+            owns_store=store is not None and store is not cache,
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -224,6 +226,10 @@ class Session:
         client, shared.client = shared.client, None
         if client is not None and shared.owns_client:
             await client.aclose()
+        if shared.owns_store and shared.store is not None:
+            close = getattr(shared.store, "close", None)
+            if callable(close):
+                close()
 
     def scope(self) -> Session:
         """Return a child session sharing this one's client, pacing and contact.
@@ -364,7 +370,7 @@ class Session:
                     else:
                         future.cancel()
                 raise
-            if not is_deterministic(response.status_code):
+            if not _cacheable(response.status_code, rate):
                 cache.pop(key, None)
             future.set_result(response)
             return response
@@ -392,7 +398,7 @@ class Session:
             self._note_failure(reason)
             raise NotInCache(reason)
         response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
-        if store is not None and is_deterministic(response.status_code):
+        if store is not None and _cacheable(response.status_code, rate):
             entry = CachedResponse(
                 status_code=response.status_code,
                 headers=tuple(
@@ -475,7 +481,7 @@ class Session:
                 await asyncio.sleep(delay)
                 continue
             status = response.status_code
-            if status not in RETRYABLE_STATUSES:
+            if status not in RETRYABLE_STATUSES and status not in rate.transient_statuses:
                 return response
             delay = policy.delay_for(attempt, response)
             if status in (429, 503) and response.headers.get("retry-after"):
@@ -589,11 +595,15 @@ def _rebuild(entry: CachedResponse, method: str) -> httpx.Response:
     )
 
 
+def _cacheable(status_code: int, rate: Rate) -> bool:
+    return is_deterministic(status_code) and status_code not in rate.transient_statuses
+
+
 def _open_store(cache: Any, ttl: float | None) -> ResponseStore | None:
     if cache is None or cache is False:
         return None
     if hasattr(cache, "load") and hasattr(cache, "save"):
         return cache  # type: ignore[no-any-return]
-    from .cache import ResponseCache
+    from .cache import open_cache
 
-    return ResponseCache(cache, ttl=ttl)
+    return open_cache(cache, ttl=ttl)

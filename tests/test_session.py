@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from litfetch_df import RetryPolicy, Session, UpstreamUnavailable, __version__
+from litfetch_df import Rate, RetryPolicy, Session, UpstreamUnavailable, __version__
 from litfetch_df.session import default_user_agent
 from tests.conftest import FAST_RETRY, data_json, mock_session
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream, json_response
@@ -380,3 +380,35 @@ async def test_get_and_post_to_one_url_are_different_cache_entries() -> None:
         await sc.get(S2_BATCH)
         await sc.post(S2_BATCH, json=None)
     assert [c.method for c in handler.calls] == ["GET", "POST"]
+
+
+async def test_openalex_403_is_retried_and_never_cached_in_a_scope() -> None:
+    """OpenAlex uses 403 for "slow down": it is transient, so a scope must not keep it."""
+    statuses = iter([403, 403, 403, 200])
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url))
+        return httpx.Response(next(statuses), json={})
+
+    async with mock_session(handler) as session, session.scope() as scope:
+        first = await scope.get("https://api.openalex.org/works", rate=Rate.OPENALEX)
+        assert first.status_code == 403
+        assert len(calls) == 3  # retried like a 429
+        assert scope.failures
+        second = await scope.get("https://api.openalex.org/works", rate=Rate.OPENALEX)
+        assert second.status_code == 200
+        assert len(calls) == 4  # the 403 was not served from the scope cache
+
+
+async def test_403_from_other_hosts_is_final_and_cached() -> None:
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url))
+        return httpx.Response(403)
+
+    async with mock_session(handler) as session, session.scope() as scope:
+        assert (await scope.get("https://api.crossref.org/works/x")).status_code == 403
+        assert (await scope.get("https://api.crossref.org/works/x")).status_code == 403
+        assert len(calls) == 1
