@@ -7,13 +7,38 @@ importing this package registers the ``.lit`` accessor on DataFrame and Series.
 
 from __future__ import annotations
 
-from . import ids, serde
+from . import ids, resolvers, serde
 from ._http import BulkHttp, Http, Rate, RetryPolicy, UpstreamUnavailable
+from ._oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_access
 from ._version import __version__
+from .cache import CacheInfo, ResponseCache
 from .files import ELSEVIER_XML, INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from .ids import ArticleIds
 from .metadata import Related, RelationType, SourceMetadata
+from .operations.fileset import default_file_sources
+from .operations.ladder import default_fetchers
+from .operations.licence import extract_source_metadata
+from .operations.resolution import (
+    EuropePmcBatchResolver,
+    NcbiIdConverterBatchResolver,
+    OpenAlexResolver,
+    chain,
+    chain_batch,
+    default_batch_resolver,
+    default_resolver,
+)
+from .operations.types import BatchResolver, Fetcher, FileSource, Resolver
 from .session import NotInCache, Session
+from .sources.biorxiv import BiorxivFetcher
+from .sources.crossref import CrossrefFileSource
+from .sources.elsevier import ElsevierFetcher
+from .sources.europe_pmc import EuropePmcBookshelfFetcher, EuropePmcFetcher
+from .sources.europe_pmc_search import EuropePmcResolver
+from .sources.ncbi_idconv import NcbiIdConverterResolver
+from .sources.pmc_oa import PmcOaFetcher
+from .sources.semantic_scholar import SemanticScholarFileSource, SemanticScholarResolver
+from .sources.springer import SpringerFetcher, SpringerFileSource
+from .sources.unpaywall import UnpaywallFileSource
 
 __all__ = [
     "ELSEVIER_XML",
@@ -21,20 +46,55 @@ __all__ = [
     "JATS_XML",
     "PDF",
     "ArticleIds",
+    "BatchResolver",
+    "BiorxivFetcher",
     "Blob",
     "BulkHttp",
+    "CacheInfo",
+    "CrossrefFileSource",
+    "ElsevierFetcher",
+    "EuropePmcBatchResolver",
+    "EuropePmcBookshelfFetcher",
+    "EuropePmcFetcher",
+    "EuropePmcResolver",
+    "Fetcher",
     "File",
     "FileKind",
+    "FileSource",
     "Http",
+    "NcbiIdConverterBatchResolver",
+    "NcbiIdConverterResolver",
     "NotInCache",
+    "OpenAlexResolver",
+    "PmcOaFetcher",
     "Rate",
     "Related",
     "RelationType",
+    "Resolver",
+    "ResponseCache",
     "RetryPolicy",
+    "SemanticScholarFileSource",
+    "SemanticScholarResolver",
     "Session",
     "SourceMetadata",
+    "SpringerFetcher",
+    "SpringerFileSource",
+    "UnpaywallFileSource",
     "UpstreamUnavailable",
     "__version__",
+    "chain",
+    "chain_batch",
+    "default_batch_resolver",
+    "default_fetchers",
+    "default_file_sources",
+    "default_resolver",
+    "extract_source_metadata",
+    "fetch_body",
+    "fetch_file",
     "ids",
+    "list_files",
+    "related_ids",
+    "resolve_access",
+    "resolvers",
     "serde",
 ]
