@@ -7,12 +7,14 @@ importing this package registers the ``.lit`` accessor on DataFrame and Series.
 
 from __future__ import annotations
 
-from . import ids, resolvers, serde
+from . import frame, ids, resolvers, serde
 from ._http import BulkHttp, Http, Rate, RetryPolicy, UpstreamUnavailable
 from ._oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_access
 from ._version import __version__
 from .cache import CacheInfo, ResponseCache
 from .files import ELSEVIER_XML, INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
+from .frame import Options, get_options, option_context, reset_options, set_options
+from .frame.readers import read_pubmed, read_table
 from .ids import ArticleIds
 from .metadata import Related, RelationType, SourceMetadata
 from .operations.fileset import default_file_sources
@@ -66,6 +68,7 @@ __all__ = [
     "NcbiIdConverterResolver",
     "NotInCache",
     "OpenAlexResolver",
+    "Options",
     "PmcOaFetcher",
     "Rate",
     "Related",
@@ -91,10 +94,17 @@ __all__ = [
     "extract_source_metadata",
     "fetch_body",
     "fetch_file",
+    "frame",
+    "get_options",
     "ids",
     "list_files",
+    "option_context",
+    "read_pubmed",
+    "read_table",
     "related_ids",
+    "reset_options",
     "resolve_access",
     "resolvers",
     "serde",
+    "set_options",
 ]

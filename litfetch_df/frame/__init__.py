@@ -1,0 +1,30 @@
+"""The DataFrame face: the ``.lit`` accessors and what they are built from.
+
+Importing this package registers ``lit`` on :class:`pandas.DataFrame` and
+:class:`pandas.Series`. This is the only layer that imports pandas.
+"""
+
+from __future__ import annotations
+
+from . import options
+from .accessor import LitFrameAccessor, LitSeriesAccessor, register
+from .columns import IdColumns, detect_id_columns
+from .options import Options, get_options, option_context, reset_options, set_options
+from .summary import summarise
+
+__all__ = [
+    "IdColumns",
+    "LitFrameAccessor",
+    "LitSeriesAccessor",
+    "Options",
+    "detect_id_columns",
+    "get_options",
+    "option_context",
+    "options",
+    "register",
+    "reset_options",
+    "set_options",
+    "summarise",
+]
+
+register()

@@ -1,0 +1,511 @@
+"""The ``.lit`` accessors on :class:`pandas.DataFrame` and :class:`pandas.Series`.
+
+Every method returns a new frame (same index and row order, original columns
+untouched, new columns with nullable dtypes) and never mutates its input. The
+plain methods are synchronous and safe in Jupyter (see
+:mod:`litfetch_df.frame.bridge`); each has an awaitable twin named
+``<method>_async`` for code that already runs in an event loop. Nothing is
+stored on the accessor object: pandas builds a fresh one on every attribute
+access.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar, Unpack
+
+import pandas as pd
+
+from ..files import FileKind
+from ..operations.types import BatchResolver, Fetcher, FileSource
+from . import pipeline
+from .bridge import run_sync
+from .columns import IdColumns, detect_id_columns, kind_of_name, sniff_kind
+from .pipeline import CallOptions
+from .summary import summarise
+
+__all__ = ["LitFrameAccessor", "LitSeriesAccessor"]
+
+T = TypeVar("T")
+
+
+def _run(factory: Callable[[], Coroutine[Any, Any, T]], config: CallOptions, name: str) -> T:
+    session = config.get("session")
+    if session is not None and pipeline._is_open(session):
+        raise RuntimeError(
+            f"this Session is already open in another event loop; from async code call "
+            f"`await df.lit.{name}_async(session=...)`, or pass a Session that is not yet "
+            "entered (it is opened and closed around the call)"
+        )
+    return run_sync(factory, name=f"litfetch_df-{name}")
+
+
+def _kind(kind: FileKind | str | None) -> FileKind | None:
+    if kind is None or isinstance(kind, FileKind):
+        return kind
+    return FileKind(kind)
+
+
+class LitFrameAccessor:
+    """``df.lit``: identifiers, bodies, file-sets, licences and relations for every row."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+
+    # -- inspection ----------------------------------------------------------------------
+
+    def id_columns(self, **names: Any) -> IdColumns:
+        """Return which columns the methods read each id kind from (no request is sent).
+
+        ``names`` (``pmid=``, ``doi=`` …) name columns explicitly, as on every
+        method. Raises :class:`ValueError` when no id column can be found.
+        """
+        return detect_id_columns(self._frame.columns, names)
+
+    def summary(self) -> pd.DataFrame:
+        """Return a small frame counting resolved ids, bodies per source, licences and errors."""
+        return summarise(self._frame)
+
+    async def summary_async(self) -> pd.DataFrame:
+        """Awaitable twin of :meth:`summary` (it sends no request)."""
+        return summarise(self._frame)
+
+    # -- resolve -------------------------------------------------------------------------
+
+    async def resolve_async(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`resolve`."""
+        return await pipeline.resolve(self._frame, resolver=resolver, force=force, config=config)
+
+    def resolve(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return a new frame with canonical ``pmid``, ``pmcid``, ``doi``, ``bookid`` filled.
+
+        Runs the batch pre-pass (``default_batch_resolver()`` unless
+        ``resolver`` is given) once per distinct id bundle. Rows whose lookup
+        was abandoned get ``"abandoned: …"`` in ``resolve_error``; invalid ids
+        are reported there too. Calling it again on the result retries only
+        abandoned rows (``force=True``: every row).
+        """
+        return _run(
+            lambda: self.resolve_async(resolver=resolver, force=force, **config), config, "resolve"
+        )
+
+    # -- bodies --------------------------------------------------------------------------
+
+    async def fetch_bodies_async(
+        self,
+        *,
+        fetchers: Sequence[Fetcher] | None = None,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        out_dir: str | os.PathLike[str] | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`fetch_bodies`."""
+        return await pipeline.fetch_bodies(
+            self._frame,
+            fetchers=fetchers,
+            resolver=resolver,
+            resolve=resolve,
+            out_dir=out_dir,
+            force=force,
+            config=config,
+        )
+
+    def fetch_bodies(
+        self,
+        *,
+        fetchers: Sequence[Fetcher] | None = None,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        out_dir: str | os.PathLike[str] | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return a new frame with each row's full-text body from the fetcher ladder.
+
+        Columns: ``body`` (the :class:`~litfetch_df.Blob`; with ``out_dir`` the
+        bytes are written there and ``body_path`` replaces it), ``body_source``,
+        ``body_media_type``, ``body_size``, ``body_error``. An unresolved frame
+        is resolved first (``resolve=False`` skips that). ``fetchers`` defaults
+        to ``default_fetchers()``.
+        """
+        return _run(
+            lambda: self.fetch_bodies_async(
+                fetchers=fetchers,
+                resolver=resolver,
+                resolve=resolve,
+                out_dir=out_dir,
+                force=force,
+                **config,
+            ),
+            config,
+            "fetch_bodies",
+        )
+
+    # -- licences ------------------------------------------------------------------------
+
+    async def licences_async(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`licences`."""
+        return await pipeline.licences(
+            self._frame, resolver=resolver, resolve=resolve, force=force, config=config
+        )
+
+    def licences(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return a new frame with ``licence``, ``access``, ``licence_basis``, ``licence_error``.
+
+        Terms come from the body bytes where the frame holds them (basis
+        ``'artifact'``), otherwise from Unpaywall by DOI (basis
+        ``'unpaywall'``, which needs a contact email).
+        """
+        return _run(
+            lambda: self.licences_async(resolver=resolver, resolve=resolve, force=force, **config),
+            config,
+            "licences",
+        )
+
+    # -- file-sets -----------------------------------------------------------------------
+
+    async def list_files_async(
+        self,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`list_files`."""
+        return await pipeline.list_files(
+            self._frame,
+            sources=sources,
+            kind=_kind(kind),
+            resolver=resolver,
+            resolve=resolve,
+            force=force,
+            config=config,
+        )
+
+    def list_files(
+        self,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return a new frame with each row's file-set: ``files`` (a tuple), ``n_files``,
+        ``files_error``. ``kind`` (``'body'`` / ``'supplementary'``) filters."""
+        return _run(
+            lambda: self.list_files_async(
+                sources=sources,
+                kind=kind,
+                resolver=resolver,
+                resolve=resolve,
+                force=force,
+                **config,
+            ),
+            config,
+            "list_files",
+        )
+
+    async def files_async(
+        self,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`files`."""
+        return await pipeline.files(
+            self._frame,
+            sources=sources,
+            kind=_kind(kind),
+            resolver=resolver,
+            resolve=resolve,
+            config=config,
+        )
+
+    def files(
+        self,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return the tidy file-set: one row per file, indexed by the original row labels.
+
+        Columns: the row's ``pmid``/``pmcid``/``doi``/``bookid``, then
+        ``kind``, ``source``, ``media_type``, ``uri``, ``filename``,
+        ``size_bytes``, ``credential_key``, ``description``. Lists the files
+        first when the frame has no ``files`` column (no request otherwise).
+        """
+        if "files" in self._frame.columns:
+            return pipeline.files_long(self._frame)
+        return _run(
+            lambda: self.files_async(
+                sources=sources, kind=kind, resolver=resolver, resolve=resolve, **config
+            ),
+            config,
+            "files",
+        )
+
+    async def fetch_files_async(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`fetch_files`."""
+        return await pipeline.fetch_files(
+            self._frame, out_dir, sources=sources, kind=_kind(kind), force=force, config=config
+        )
+
+    def fetch_files(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Download each file of the long file-set frame into ``out_dir``.
+
+        Returns a new frame with ``path``, ``size`` and ``fetch_error``. Files
+        land at ``<out_dir>/<article>/<safe filename>``, written atomically;
+        hostile names cannot leave ``out_dir``. Called on a frame that is not
+        long yet, it lists the file-set first (as :meth:`files`).
+        """
+        return _run(
+            lambda: self.fetch_files_async(
+                out_dir, sources=sources, kind=kind, force=force, **config
+            ),
+            config,
+            "fetch_files",
+        )
+
+    # -- relations -----------------------------------------------------------------------
+
+    async def related_async(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`related`."""
+        return await pipeline.related(
+            self._frame, resolver=resolver, resolve=resolve, force=force, config=config
+        )
+
+    def related(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return a new frame with preprint / published counterparts per row.
+
+        Columns: ``related`` (a tuple of :class:`~litfetch_df.Related`),
+        ``n_related``, ``preprint_doi``, ``published_doi``, ``related_error``.
+        """
+        return _run(
+            lambda: self.related_async(resolver=resolver, resolve=resolve, force=force, **config),
+            config,
+            "related",
+        )
+
+    async def relations_async(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`relations`."""
+        return await pipeline.relations(
+            self._frame, resolver=resolver, resolve=resolve, config=config
+        )
+
+    def relations(
+        self,
+        *,
+        resolver: BatchResolver | None = None,
+        resolve: bool = True,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return the long form of :meth:`related`: one row per relation (``relation``,
+        ``related_doi`` and the row's ids), indexed by the original row labels."""
+        if "related" in self._frame.columns:
+            return pipeline.relations_long(self._frame)
+        return _run(
+            lambda: self.relations_async(resolver=resolver, resolve=resolve, **config),
+            config,
+            "relations",
+        )
+
+
+class LitSeriesAccessor:
+    """``s.lit``: the DataFrame methods for a Series holding one id kind.
+
+    The kind comes from ``kind=``, else the Series name (``'DOI'``, ``'PMID'``
+    …), else the values. Every method returns a DataFrame with the Series as
+    its first column.
+    """
+
+    def __init__(self, series: pd.Series[Any]) -> None:
+        self._series = series
+
+    def kind(self, kind: str | None = None) -> str:
+        """Return the id kind this Series holds (``'pmid'``, ``'pmcid'``, ``'doi'``, ``'bookid'``).
+
+        Raises :class:`ValueError` when neither the name nor the values tell.
+        """
+        if kind is not None:
+            if kind not in ("pmid", "pmcid", "doi", "bookid"):
+                raise ValueError(f"kind must be pmid, pmcid, doi or bookid, not {kind!r}")
+            return kind
+        named = kind_of_name(self._series.name) if self._series.name is not None else None
+        found = named or sniff_kind(self._series.tolist())
+        if found is None:
+            raise ValueError(
+                f"cannot tell which id kind Series {self._series.name!r} holds; pass "
+                "kind='pmid' / 'pmcid' / 'doi' / 'bookid'"
+            )
+        return found
+
+    def _frame(self, kind: str | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+        which = self.kind(kind)
+        label = self._series.name if self._series.name is not None else which
+        return self._series.to_frame(name=label), {which: label}
+
+    def _lit(self, kind: str | None) -> tuple[LitFrameAccessor, dict[str, Any]]:
+        frame, explicit = self._frame(kind)
+        return LitFrameAccessor(frame), explicit
+
+    def resolve(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Resolve the ids; see :meth:`LitFrameAccessor.resolve`."""
+        lit, explicit = self._lit(kind)
+        return lit.resolve(**{**kwargs, **explicit})
+
+    async def resolve_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`resolve`."""
+        lit, explicit = self._lit(kind)
+        return await lit.resolve_async(**{**kwargs, **explicit})
+
+    def fetch_bodies(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Fetch the bodies; see :meth:`LitFrameAccessor.fetch_bodies`."""
+        lit, explicit = self._lit(kind)
+        return lit.fetch_bodies(**{**kwargs, **explicit})
+
+    async def fetch_bodies_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`fetch_bodies`."""
+        lit, explicit = self._lit(kind)
+        return await lit.fetch_bodies_async(**{**kwargs, **explicit})
+
+    def licences(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Access terms per id; see :meth:`LitFrameAccessor.licences`."""
+        lit, explicit = self._lit(kind)
+        return lit.licences(**{**kwargs, **explicit})
+
+    async def licences_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`licences`."""
+        lit, explicit = self._lit(kind)
+        return await lit.licences_async(**{**kwargs, **explicit})
+
+    def list_files(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """File-set per id; see :meth:`LitFrameAccessor.list_files`."""
+        lit, explicit = self._lit(kind)
+        return lit.list_files(**{**kwargs, **explicit})
+
+    async def list_files_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`list_files`."""
+        lit, explicit = self._lit(kind)
+        return await lit.list_files_async(**{**kwargs, **explicit})
+
+    def files(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Tidy file-set; see :meth:`LitFrameAccessor.files`."""
+        lit, explicit = self._lit(kind)
+        return lit.files(**{**kwargs, **explicit})
+
+    async def files_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`files`."""
+        lit, explicit = self._lit(kind)
+        return await lit.files_async(**{**kwargs, **explicit})
+
+    def related(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Preprint / published counterparts; see :meth:`LitFrameAccessor.related`."""
+        lit, explicit = self._lit(kind)
+        return lit.related(**{**kwargs, **explicit})
+
+    async def related_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`related`."""
+        lit, explicit = self._lit(kind)
+        return await lit.related_async(**{**kwargs, **explicit})
+
+    def relations(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Long-form relations; see :meth:`LitFrameAccessor.relations`."""
+        lit, explicit = self._lit(kind)
+        return lit.relations(**{**kwargs, **explicit})
+
+    async def relations_async(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`relations`."""
+        lit, explicit = self._lit(kind)
+        return await lit.relations_async(**{**kwargs, **explicit})
+
+
+def _ours(current: object, cls: type) -> bool:
+    # A reload makes a new class object; compare by qualified name, not identity.
+    return isinstance(current, type) and (current.__module__, current.__qualname__) == (
+        cls.__module__,
+        cls.__qualname__,
+    )
+
+
+def register() -> None:
+    """Register ``lit`` on DataFrame and Series (idempotent, also across module reloads)."""
+    if not _ours(getattr(pd.DataFrame, "lit", None), LitFrameAccessor):
+        pd.api.extensions.register_dataframe_accessor("lit")(LitFrameAccessor)
+    if not _ours(getattr(pd.Series, "lit", None), LitSeriesAccessor):
+        pd.api.extensions.register_series_accessor("lit")(LitSeriesAccessor)

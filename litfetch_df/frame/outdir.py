@@ -1,0 +1,227 @@
+"""Writing fetched bytes under an output directory: safe names, no collisions, atomic.
+
+Names come from the article's ids (``PMC7000001.xml``,
+``doi-10.1000_abc.1-3f2a9c1e.xml``) and, for file-set members, from the
+upstream filename. Anything from upstream or from the user's table is
+untrusted: it is reduced to a plain file name, and every final path is
+resolved and checked to lie inside the output directory. Files are written to
+a temporary name in the same directory and moved into place with
+:func:`os.replace`, so a reader (or an interrupted run) never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mimetypes
+import os
+import re
+import tempfile
+import unicodedata
+from pathlib import Path
+from typing import Final
+
+from ..files import ELSEVIER_XML, JATS_XML, PDF, File
+from ..ids import ArticleIds, doi_key
+
+__all__ = [
+    "OutDir",
+    "extension_for",
+    "id_stem",
+    "safe_filename",
+    "safe_join",
+    "write_atomic",
+]
+
+_MAX_NAME: Final = 120  # well under every common filesystem's 255-byte limit
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+_WINDOWS_RESERVED = frozenset(
+    {"con", "prn", "aux", "nul"}
+    | {f"com{i}" for i in range(1, 10)}
+    | {f"lpt{i}" for i in range(1, 10)}
+)
+_EXTENSIONS: Final = {
+    JATS_XML: ".xml",
+    ELSEVIER_XML: ".xml",
+    PDF: ".pdf",
+    "application/xml": ".xml",
+    "text/xml": ".xml",
+    "application/json": ".json",
+    "text/html": ".html",
+    "text/plain": ".txt",
+    "image/jpeg": ".jpg",
+    "image/png": ".png",
+    "image/gif": ".gif",
+    "image/tiff": ".tif",
+    "application/zip": ".zip",
+    "application/gzip": ".gz",
+    "application/x-tar": ".tar",
+}
+
+
+def _short_hash(text: str, n: int = 8) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def _clean(text: str) -> str:
+    """Reduce ``text`` to ``[A-Za-z0-9._+-]``, with no leading dots or dashes."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    cleaned = _UNSAFE.sub("_", folded).strip("._- ")
+    return re.sub(r"_+", "_", cleaned)
+
+
+def extension_for(media_type: str | None, filename: str | None = None) -> str:
+    """Return the file extension (with its dot) for a media type, e.g. ``.xml`` for JATS.
+
+    Falls back to the filename's own extension, then ``.bin``.
+    """
+    if media_type:
+        base = media_type.split(";")[0].strip().lower()
+        if base in _EXTENSIONS:
+            return _EXTENSIONS[base]
+        if base.endswith("+xml"):
+            return ".xml"
+        guessed = mimetypes.guess_extension(base, strict=False)
+        if guessed:
+            return guessed
+    if filename:
+        suffix = _clean(Path(filename.replace("\\", "/")).suffix.lstrip("."))
+        if suffix and len(suffix) <= 10:
+            return "." + suffix.lower()
+    return ".bin"
+
+
+def id_stem(ids: ArticleIds) -> str:
+    """Return a file-name stem naming the article: PMCID, then Bookshelf id, PMID, DOI.
+
+    A DOI stem carries a short hash of the case-folded DOI, because cleaning
+    it into a file name loses characters and two DOIs could otherwise meet.
+    """
+    if ids.pmcid:
+        cleaned = _clean(ids.pmcid)
+        if cleaned == ids.pmcid:
+            return cleaned
+    if ids.bookid:
+        cleaned = _clean(ids.bookid)
+        if cleaned == ids.bookid:
+            return cleaned
+    if ids.pmid and ids.pmid.isascii() and ids.pmid.isdigit():
+        return f"pmid-{ids.pmid}"
+    if ids.doi:
+        key = doi_key(ids.doi)
+        return f"doi-{_clean(key.replace('/', '_'))[:80]}-{_short_hash(key)}"
+    raw = repr((ids.pmid, ids.pmcid, ids.doi, ids.bookid))
+    return f"article-{_short_hash(raw)}"
+
+
+def safe_filename(name: str | None, *, fallback: str = "file") -> str:
+    """Return ``name`` reduced to one safe path component.
+
+    Directory parts (``/`` or ``\\``), drive letters, control characters and
+    leading dots are dropped; other unsafe characters become ``_``; Windows
+    device names are prefixed; the result is at most 120 characters with the
+    extension kept. An empty result becomes ``fallback``.
+    """
+    base = (name or "").replace("\\", "/").split("/")[-1]
+    base = base.split(":")[-1]  # drive letters and NTFS streams
+    cleaned = _clean(base)
+    if not cleaned or cleaned in {".", ".."}:
+        cleaned = _clean(fallback) or "file"
+    stem, dot, ext = cleaned.rpartition(".")
+    if not dot:
+        stem, ext = cleaned, ""
+    if stem.lower() in _WINDOWS_RESERVED or cleaned.lower() in _WINDOWS_RESERVED:
+        cleaned = "_" + cleaned
+        stem = "_" + stem
+    if len(cleaned) > _MAX_NAME:
+        ext = ext[:10]
+        keep = _MAX_NAME - len(ext) - 10
+        cleaned = f"{stem[:keep]}-{_short_hash(cleaned)}" + (f".{ext}" if ext else "")
+    return cleaned
+
+
+def safe_join(root: Path, *parts: str) -> Path:
+    """Return ``root / parts`` resolved, raising :class:`ValueError` if it leaves ``root``.
+
+    Symbolic links are followed before the check, so a link planted inside
+    the output directory cannot redirect a write outside it.
+    """
+    base = root.resolve()
+    target = base.joinpath(*parts).resolve()
+    if target == base or not target.is_relative_to(base):
+        raise ValueError(f"refusing to write outside the output directory: {parts!r}")
+    return target
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same directory and a rename.
+
+    The rename is atomic on one filesystem, so ``path`` holds either its old
+    content or all of ``data``. Durability (fsync) is not forced: a crash may
+    lose a file but never leaves a truncated one under the final name.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class OutDir:
+    """One run's output directory: hands out safe, collision-free paths.
+
+    Names are deterministic (the same article and file get the same name on
+    a re-run, so a re-run overwrites rather than piling up copies). When two
+    different things would get the same name within one run, the later one
+    gets a short hash of its identity appended.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._claimed: dict[Path, str] = {}
+
+    def __repr__(self) -> str:
+        return f"OutDir({str(self.root)!r})"
+
+    def _claim(self, parts: list[str], identity: str) -> Path:
+        path = safe_join(self.root, *parts)
+        owner = self._claimed.get(path)
+        if owner is not None and owner != identity:
+            name = parts[-1]
+            stem, dot, ext = name.rpartition(".")
+            if not dot:
+                stem, ext = name, ""
+            parts = [*parts[:-1], f"{stem}-{_short_hash(identity)}" + (f".{ext}" if ext else "")]
+            path = safe_join(self.root, *parts)
+        self._claimed[path] = identity
+        return path
+
+    def body_path(self, ids: ArticleIds, media_type: str | None) -> Path:
+        """Return the path for an article body: ``<id stem><extension>``."""
+        stem = id_stem(ids)
+        name = safe_filename(stem + extension_for(media_type), fallback=stem)
+        return self._claim([name], repr(ids))
+
+    def file_path(self, ids: ArticleIds, file: File) -> Path:
+        """Return the path for a file-set member: ``<id stem>/<safe upstream filename>``."""
+        stem = safe_filename(id_stem(ids))
+        fallback = file.uri.rstrip("/").split("/")[-1].split("?")[0] if file.uri else ""
+        name = file.filename or fallback
+        if not name or not _clean(name):
+            name = f"{file.source}-{file.kind.value}" + extension_for(file.media_type)
+        elif "." not in _clean(name.replace("\\", "/").split("/")[-1]):
+            name = name + extension_for(file.media_type)
+        identity = repr((file.source, file.uri, file.filename, file.media_type))
+        return self._claim([stem, safe_filename(name, fallback=file.source)], identity)
+
+    def write(self, path: Path, data: bytes) -> Path:
+        """Write ``data`` atomically at ``path`` (which must come from this object)."""
+        checked = safe_join(self.root, str(path.relative_to(self.root.resolve())))
+        write_atomic(checked, data)
+        return checked

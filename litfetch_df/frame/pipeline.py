@@ -1,0 +1,1056 @@
+"""The row pipeline: every accessor step as an async function over a DataFrame.
+
+One :class:`~litfetch_df.Session` serves the whole frame, so per-host pacing
+and the connection pool are shared by every row. Rows are grouped into units
+by their id bundle (DOIs compared case-insensitively): each distinct bundle is
+processed once, inside its own ``session.scope()``, and its answer is fanned
+back to every row that carries it. Up to ``concurrency`` units are in flight
+at once; how fast each host is asked stays the session's decision.
+
+Each unit ends in one of three ways, reported per row:
+
+* an answer (possibly "nothing serves it": NA without an error);
+* abandoned: the result is empty and the unit's scope recorded a request
+  given up after every retry (or the transport failed outright); the row
+  gets NA and ``"abandoned: <reason>"`` in the step's error column, and
+  running the step again on the returned frame retries exactly those rows;
+* an error from the code itself (``"error: <type>: <message>"``), logged.
+
+An invalid identifier never becomes a request: it is reported in the error
+column (``"invalid doi: 'foo'"``) and the row keeps its other valid ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import warnings
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+    Mapping,
+    Sequence,
+)
+from pathlib import Path
+from typing import Any, Final, Generic, TypedDict, TypeVar, cast
+
+import numpy as np
+import pandas as pd
+
+from .._http import UpstreamUnavailable, get_logger, redact_text
+from ..files import Blob, File, FileKind
+from ..ids import ArticleIds
+from ..metadata import Related, RelationType, SourceMetadata
+from ..operations.types import BatchResolver, Fetcher, FileSource
+from ..session import Session
+from .columns import CANONICAL, IdColumns, bundle_key, detect_id_columns, parse_rows
+from .options import Options, effective
+from .outdir import OutDir
+from .progress import Progress
+
+__all__ = [
+    "FILE_COLUMNS",
+    "CallOptions",
+    "Outcome",
+    "fetch_bodies",
+    "fetch_files",
+    "files",
+    "is_abandoned",
+    "is_resolved",
+    "licences",
+    "list_files",
+    "related",
+    "relations",
+    "resolve",
+    "run_units",
+]
+
+log = get_logger(__name__)
+
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+RESOLVE_CHUNK: Final = 1000
+"""Distinct bundles per batch-resolver call: a multiple of every bundled resolver's cap."""
+
+FILE_COLUMNS: Final[tuple[str, ...]] = (
+    "kind",
+    "source",
+    "media_type",
+    "uri",
+    "filename",
+    "size_bytes",
+    "credential_key",
+    "description",
+)
+"""The columns of the long file-set frame that describe one :class:`File`."""
+
+
+class CallOptions(TypedDict, total=False):
+    """Keyword configuration every ``.lit`` method accepts.
+
+    ``session``: an open or not-yet-entered :class:`Session` to run on (its
+    contact, cache and timeout then apply); ``contact``, ``credentials``,
+    ``concurrency``, ``progress``, ``cache``, ``offline``, ``timeout``: see
+    :class:`~litfetch_df.frame.options.Options`; ``pmid``, ``pmcid``,
+    ``doi``, ``bookid``: the column holding that id kind, when its name is
+    not recognised.
+    """
+
+    session: Session | None
+    contact: str | None
+    credentials: Mapping[str, object] | None
+    concurrency: int | None
+    progress: bool | None
+    cache: str | os.PathLike[str] | None
+    offline: bool | None
+    timeout: float | None
+    pmid: Hashable | None
+    pmcid: Hashable | None
+    doi: Hashable | None
+    bookid: Hashable | None
+
+
+_SESSION_LEVEL = ("contact", "cache", "offline", "timeout")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Outcome(Generic[R]):
+    """How one unit of work ended: a value, or an error message (``abandoned: …`` retries)."""
+
+    value: R | None = None
+    error: str | None = None
+
+
+def is_abandoned(error: object) -> bool:
+    """Return whether an error-column cell marks a row worth retrying."""
+    if not isinstance(error, str):
+        return False
+    return any(part.strip().startswith("abandoned") for part in error.split(";"))
+
+
+def is_resolved(frame: pd.DataFrame) -> bool:
+    """Return whether the batch pre-pass has run on this frame (it has ``resolve_error``)."""
+    return "resolve_error" in frame.columns
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(redact_text(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _join(*parts: str | None) -> str | None:
+    kept = [p for p in parts if p]
+    return "; ".join(kept) if kept else None
+
+
+# -- the engine room -------------------------------------------------------------------------
+
+
+async def _run_one(
+    session: Session,
+    key: K,
+    work: Callable[[Session, K], Awaitable[R]],
+    empty: Callable[[R], bool],
+) -> Outcome[R]:
+    async with session.scope() as scope:
+        try:
+            value = await work(scope, key)
+        except UpstreamUnavailable as exc:
+            return Outcome(error=f"abandoned: {_short(str(exc))}")
+        except Exception as exc:
+            log.warning("unit failed: %s: %s", type(exc).__name__, _short(str(exc)))
+            return Outcome(error=f"error: {type(exc).__name__}: {_short(str(exc))}")
+        if empty(value) and scope.failures:
+            return Outcome(error=f"abandoned: {_short(scope.failures[0])}")
+        return Outcome(value=value)
+
+
+async def run_units(
+    units: Mapping[K, int],
+    work: Callable[[Session, K], Awaitable[R]],
+    *,
+    session: Session,
+    concurrency: int,
+    progress: Progress,
+    empty: Callable[[R], bool] = lambda value: value is None,
+    label: Callable[[R], str | None] = lambda value: None,
+) -> dict[K, Outcome[R]]:
+    """Run ``work(scope, key)`` once per key, ``concurrency`` at a time, each in its own scope.
+
+    ``units`` maps each key to the number of rows that share it (for the
+    progress count). Returns every key's :class:`Outcome`. Cancellation
+    (an interrupt) stops the workers and propagates.
+    """
+    results: dict[K, Outcome[R]] = {}
+    queue = iter(units.items())
+
+    async def worker() -> None:
+        for key, rows in queue:  # one shared iterator: each key is taken exactly once
+            outcome = await _run_one(session, key, work, empty)
+            results[key] = outcome
+            tag = label(outcome.value) if outcome.value is not None else None
+            progress.advance(rows, label=tag, error=outcome.error is not None)
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(max(1, min(concurrency, len(units)))):
+            group.create_task(worker())
+    return results
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Ctx:
+    session: Session
+    options: Options
+    explicit: dict[str, Hashable | None]
+
+
+def _split(config: CallOptions) -> tuple[Session | None, Options, dict[str, Hashable | None]]:
+    cfg: dict[str, Any] = dict(config)
+    session = cfg.pop("session", None)
+    explicit = {k: cfg.pop(k) for k in CANONICAL if k in cfg}
+    if session is not None:
+        clash = [k for k in _SESSION_LEVEL if cfg.get(k) is not None]
+        if clash:
+            raise ValueError(
+                f"{', '.join(clash)} cannot be combined with session=: "
+                "configure the Session itself (Session(contact=..., cache=..., ...))"
+            )
+    return session, effective(**cfg), explicit
+
+
+def _is_open(session: Session) -> bool:
+    try:
+        session.client  # noqa: B018 - the property raises when the session is not entered
+    except RuntimeError:
+        return False
+    return True
+
+
+def _forget_loop_state(session: Session) -> None:
+    """Drop the per-host concurrency gates of a closed session before it is entered again.
+
+    The session creates an ``asyncio.Semaphore`` per gated host on first use,
+    and a semaphore that ever waited is bound to that event loop; each
+    synchronous call runs on a fresh loop, so a session reused across calls
+    would fail there. The gates only matter while requests are in flight,
+    which never happens on a closed session, so recreating them is safe.
+    (Workaround until ``Session.__aenter__`` resets them itself.)
+    """
+    hosts = getattr(getattr(session, "_shared", None), "hosts", None)
+    if isinstance(hosts, dict):
+        for state in hosts.values():
+            if getattr(state, "gate", None) is not None:
+                state.gate = None
+
+
+@contextlib.asynccontextmanager
+async def _context(config: CallOptions) -> AsyncIterator[_Ctx]:
+    given, options, explicit = _split(config)
+    if given is not None and _is_open(given):
+        yield _Ctx(given, options, explicit)
+        return
+    if given is not None:
+        _forget_loop_state(given)
+    session = given or Session(
+        contact=options.contact,
+        cache=options.cache,
+        offline=options.offline,
+        timeout=options.timeout,
+    )
+    async with session:
+        yield _Ctx(session, options, explicit)
+
+
+# -- small helpers for building columns ------------------------------------------------------
+
+
+def _objects(values: Sequence[object]) -> np.ndarray[Any, Any]:
+    # Built cell by cell so tuples stay tuples (a list of tuples would become 2-D).
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _column(values: Sequence[object], dtype: str, index: pd.Index[Any]) -> pd.Series[Any]:
+    if dtype == "object":
+        cleaned = [None if v is pd.NA else v for v in values]
+        return pd.Series(_objects(cleaned), index=index, dtype=object)
+    cleaned2 = [pd.NA if v is None else v for v in values]
+    return pd.Series(pd.array(cleaned2, dtype=cast(Any, dtype)), index=index)
+
+
+def _previous(frame: pd.DataFrame, column: str) -> list[object]:
+    if column not in frame.columns:
+        return [None] * len(frame)
+    return [None if _na(v) else v for v in frame[column].tolist()]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _na(value: object) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and value != value
+
+
+def _with_columns(
+    frame: pd.DataFrame, values: Mapping[str, Sequence[object]], dtypes: Mapping[str, str]
+) -> pd.DataFrame:
+    new = {name: _column(values[name], dtypes[name], frame.index) for name in values}
+    return frame.assign(**new)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    """Which rows a step works on and how they group into units."""
+
+    bundles: tuple[ArticleIds, ...]
+    parse_errors: tuple[str | None, ...]
+    todo: tuple[int, ...]
+    rerun: bool
+
+
+def _plan(frame: pd.DataFrame, ctx: _Ctx, error_column: str, force: bool) -> _Plan:
+    columns: IdColumns = detect_id_columns(frame.columns, ctx.explicit)
+    parsed = parse_rows(frame, columns)
+    rerun = error_column in frame.columns and not force
+    previous = _previous(frame, error_column) if rerun else []
+    todo = tuple(
+        i
+        for i, ids in enumerate(parsed.bundles)
+        if not ids.is_empty() and (not rerun or is_abandoned(previous[i]))
+    )
+    return _Plan(parsed.bundles, parsed.errors, todo, rerun)
+
+
+def _units(
+    plan: _Plan,
+) -> tuple[dict[ArticleIds, int], dict[ArticleIds, ArticleIds], list[ArticleIds]]:
+    """Group the plan's rows by bundle key: rows per key, first bundle per key, key per row."""
+    counts: dict[ArticleIds, int] = {}
+    first: dict[ArticleIds, ArticleIds] = {}
+    row_key: list[ArticleIds] = [ArticleIds()] * len(plan.bundles)
+    for i in plan.todo:
+        key = bundle_key(plan.bundles[i])
+        row_key[i] = key
+        counts[key] = counts.get(key, 0) + 1
+        first.setdefault(key, plan.bundles[i])
+    return counts, first, row_key
+
+
+def _fill(
+    frame: pd.DataFrame,
+    plan: _Plan,
+    row_outcome: Callable[[int], Outcome[Any] | None],
+    cells: Callable[[Any], Mapping[str, object]],
+    dtypes: Mapping[str, str],
+    error_column: str,
+) -> pd.DataFrame:
+    """Build the step's columns: processed rows from their outcome, others kept or NA."""
+    n = len(frame)
+    names = [c for c in dtypes if c != error_column]
+    values: dict[str, list[object]] = {
+        c: (_previous(frame, c) if plan.rerun else [None] * n) for c in names
+    }
+    errors: list[object] = _previous(frame, error_column) if plan.rerun else list(plan.parse_errors)
+    for i in plan.todo:
+        outcome = row_outcome(i)
+        if outcome is None:
+            continue
+        row = cells(outcome.value) if outcome.value is not None else {}
+        for c in names:
+            values[c][i] = row.get(c)
+        errors[i] = _join(plan.parse_errors[i], outcome.error)
+    values[error_column] = errors
+    return _with_columns(frame, values, dtypes)
+
+
+def _progress(ctx: _Ctx, total: int, desc: str) -> Progress:
+    return Progress(total, desc=desc, enabled=ctx.options.progress)
+
+
+# -- resolve ----------------------------------------------------------------------------------
+
+
+def _default_batch_resolver(options: Options) -> BatchResolver:
+    from ..operations.resolution import default_batch_resolver
+
+    key = options.credentials.get("openalex_api_key")
+    return default_batch_resolver(openalex_api_key=str(key) if key else None)
+
+
+_RESOLVE_DTYPES: Final = {**{k: "string" for k in CANONICAL}, "resolve_error": "string"}
+
+
+async def _resolve(
+    frame: pd.DataFrame, ctx: _Ctx, resolver: BatchResolver | None, force: bool
+) -> pd.DataFrame:
+    plan = _plan(frame, ctx, "resolve_error", force)
+    counts, first, row_key = _units(plan)
+    keys = list(first)
+    chunks = [keys[i : i + RESOLVE_CHUNK] for i in range(0, len(keys), RESOLVE_CHUNK)]
+    batch = (
+        resolver
+        if resolver is not None
+        else (_default_batch_resolver(ctx.options) if keys else None)
+    )
+
+    async def work(
+        http: Session, index: int
+    ) -> tuple[dict[ArticleIds, ArticleIds], set[ArticleIds], str]:
+        assert batch is not None
+        members = chunks[index]
+        resolved, abandoned = await batch([first[k] for k in members], http)
+        if len(resolved) != len(members):
+            raise ValueError(
+                f"batch resolver returned {len(resolved)} results for {len(members)} inputs"
+            )
+        reason = _short(http.failures[0]) if http.failures else "no answer after retries"
+        return (
+            {k: first[k].merge(r) for k, r in zip(members, resolved, strict=True)},
+            {members[i] for i in abandoned if 0 <= i < len(members)},
+            reason,
+        )
+
+    chunk_rows = {i: sum(counts[k] for k in chunk) for i, chunk in enumerate(chunks)}
+    with _progress(ctx, sum(chunk_rows.values()), "resolve") as bar:
+        outcomes = await run_units(
+            chunk_rows,
+            work,
+            session=ctx.session,
+            concurrency=ctx.options.concurrency,
+            progress=bar,
+            empty=lambda _: False,
+        )
+    per_key: dict[ArticleIds, Outcome[ArticleIds]] = {}
+    for index, chunk in enumerate(chunks):
+        outcome = outcomes[index]
+        if outcome.value is None:
+            for k in chunk:
+                per_key[k] = Outcome(value=first[k], error=outcome.error)
+            continue
+        merged, abandoned, reason = outcome.value
+        for k in chunk:
+            error = f"abandoned: {reason}" if k in abandoned else None
+            per_key[k] = Outcome(value=merged[k], error=error)
+
+    n = len(frame)
+    values: dict[str, list[object]] = {}
+    for kind in CANONICAL:
+        if plan.rerun and kind in frame.columns:
+            values[kind] = _previous(frame, kind)
+        else:
+            values[kind] = [getattr(b, kind) for b in plan.bundles]
+    errors: list[object] = (
+        _previous(frame, "resolve_error") if plan.rerun else list(plan.parse_errors)
+    )
+    for i in plan.todo:
+        outcome_k = per_key[row_key[i]]
+        ids = plan.bundles[i].merge(outcome_k.value or ArticleIds())
+        for kind in CANONICAL:
+            values[kind][i] = getattr(ids, kind)
+        errors[i] = _join(plan.parse_errors[i], outcome_k.error)
+    values["resolve_error"] = errors
+    assert all(len(v) == n for v in values.values())
+    return _with_columns(frame, values, _RESOLVE_DTYPES)
+
+
+async def resolve(
+    frame: pd.DataFrame,
+    *,
+    resolver: BatchResolver | None = None,
+    force: bool = False,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Fill the canonical ``pmid``/``pmcid``/``doi``/``bookid`` columns by batch resolution.
+
+    Returns a new frame; abandoned rows carry ``"abandoned: …"`` in
+    ``resolve_error``. On a frame that was resolved before, only abandoned
+    rows are sent again (``force=True`` redoes every row).
+    """
+    async with _context(config or {}) as ctx:
+        return await _resolve(frame, ctx, resolver, force)
+
+
+async def _ensure_resolved(
+    frame: pd.DataFrame, ctx: _Ctx, resolve_first: bool, resolver: BatchResolver | None
+) -> pd.DataFrame:
+    if resolve_first and not is_resolved(frame):
+        return await _resolve(frame, ctx, resolver, False)
+    return frame
+
+
+# -- bodies -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Written:
+    path: str
+    source: str
+    media_type: str | None
+    size: int
+
+
+_BODY_DTYPES: Final = {
+    "body": "object",
+    "body_source": "string",
+    "body_media_type": "string",
+    "body_size": "Int64",
+    "body_error": "string",
+}
+_BODY_PATH_DTYPES: Final = {
+    "body_path": "string",
+    "body_source": "string",
+    "body_media_type": "string",
+    "body_size": "Int64",
+    "body_error": "string",
+}
+
+
+async def fetch_bodies(
+    frame: pd.DataFrame,
+    *,
+    fetchers: Sequence[Fetcher] | None = None,
+    resolver: BatchResolver | None = None,
+    resolve: bool = True,
+    out_dir: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Walk the fetcher ladder for every row (``resolver=None`` per row); return a new frame.
+
+    Runs the batch pre-pass first when the frame has not been resolved (unless
+    ``resolve=False``; ``resolver`` is the batch resolver for it). Adds
+    ``body`` (the :class:`Blob`), or ``body_path`` when ``out_dir`` is given,
+    plus ``body_source``, ``body_media_type``, ``body_size``, ``body_error``.
+    """
+    async with _context(config or {}) as ctx:
+        base = await _ensure_resolved(frame, ctx, resolve, resolver)
+        plan = _plan(base, ctx, "body_error", force)
+        counts, first, row_key = _units(plan)
+        credentials = dict(ctx.options.credentials)
+        out = OutDir(out_dir) if out_dir is not None else None
+
+        async def work(http: Session, key: ArticleIds) -> Blob | _Written | None:
+            ids = first[key]
+            blob = await http.fetch_body(
+                ids, resolver=None, fetchers=fetchers, credentials=credentials
+            )
+            if blob is None or out is None:
+                return blob
+            path = out.body_path(ids, blob.file.media_type)
+            # Disk writes leave the event loop free for the other units' requests.
+            written = await asyncio.to_thread(out.write, path, blob.content)
+            return _Written(str(written), blob.file.source, blob.file.media_type, len(blob.content))
+
+        def label(value: Blob | _Written | None) -> str | None:
+            if isinstance(value, Blob):
+                return value.file.source
+            return value.source if value is not None else None
+
+        with _progress(ctx, sum(counts.values()), "fetch_bodies") as bar:
+            outcomes = await run_units(
+                counts,
+                work,
+                session=ctx.session,
+                concurrency=ctx.options.concurrency,
+                progress=bar,
+                label=label,
+            )
+
+        def cells(value: Blob | _Written) -> dict[str, object]:
+            if isinstance(value, Blob):
+                return {
+                    "body": value,
+                    "body_source": value.file.source,
+                    "body_media_type": value.file.media_type,
+                    "body_size": len(value.content),
+                }
+            return {
+                "body_path": value.path,
+                "body_source": value.source,
+                "body_media_type": value.media_type,
+                "body_size": value.size,
+            }
+
+        return _fill(
+            base,
+            plan,
+            lambda i: outcomes.get(row_key[i]),
+            cells,
+            _BODY_PATH_DTYPES if out is not None else _BODY_DTYPES,
+            "body_error",
+        )
+
+
+# -- licences ---------------------------------------------------------------------------------
+
+_LICENCE_DTYPES: Final = {
+    "licence": "string",
+    "access": "string",
+    "licence_basis": "string",
+    "licence_error": "string",
+}
+
+
+def _extract(blob: Blob) -> SourceMetadata:
+    from ..operations.licence import extract_source_metadata
+
+    try:
+        return extract_source_metadata(blob)
+    except Exception as exc:  # unreadable bytes carry no licence; Unpaywall may still know
+        log.debug("no licence from the body bytes: %s", type(exc).__name__)
+        return SourceMetadata()
+
+
+async def licences(
+    frame: pd.DataFrame,
+    *,
+    resolver: BatchResolver | None = None,
+    resolve: bool = True,
+    force: bool = False,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Add access terms per row: ``licence``, ``access``, ``licence_basis``, ``licence_error``.
+
+    Read from the body bytes where the frame holds a body (``body`` or
+    ``body_path``; basis ``'artifact'``), else — or when the bytes carry no
+    licence — asked of Unpaywall by DOI (basis ``'unpaywall'``; needs a contact).
+    """
+    async with _context(config or {}) as ctx:
+        base = await _ensure_resolved(frame, ctx, resolve, resolver)
+        plan = _plan(base, ctx, "licence_error", force)
+        bodies = _previous(base, "body")
+        paths = _previous(base, "body_path")
+        media = _previous(base, "body_media_type")
+        sources = _previous(base, "body_source")
+
+        counts: dict[Hashable, int] = {}
+        payload: dict[Hashable, tuple[ArticleIds, Blob | str | None, str | None, str | None]] = {}
+        row_key: dict[int, Hashable] = {}
+        for i in plan.todo:
+            body: Blob | str | None = None
+            token: Hashable = None
+            if isinstance(bodies[i], Blob):
+                body = bodies[i]  # type: ignore[assignment]
+                token = ("blob", id(body))
+            elif isinstance(paths[i], str | os.PathLike):
+                body = os.fspath(cast("str | os.PathLike[str]", paths[i]))
+                token = ("path", body)
+            key = (bundle_key(plan.bundles[i]), token)
+            row_key[i] = key
+            counts[key] = counts.get(key, 0) + 1
+            payload.setdefault(
+                key,
+                (
+                    plan.bundles[i],
+                    body,
+                    _text(media[i]),
+                    _text(sources[i]),
+                ),
+            )
+
+        needs_unpaywall = any(p[0].doi for p in payload.values())
+        if needs_unpaywall and ctx.session.contact is None:
+            warnings.warn(
+                "licences(): no contact email is set, so Unpaywall cannot be asked; rows "
+                "without licence-bearing body bytes stay NA. Pass contact='you@example.org' "
+                "or set LITFETCH_DF_CONTACT.",
+                UserWarning,
+                stacklevel=2,
+            )
+
+        async def work(http: Session, key: Hashable) -> SourceMetadata:
+            ids, body, media_type, source = payload[key]
+            if body is not None:
+                if isinstance(body, Blob):
+                    blob = body
+                else:
+                    content = await asyncio.to_thread(Path(body).read_bytes)
+                    file = File(FileKind.BODY, source or "file", media_type=media_type)
+                    blob = Blob(file, content)
+                meta = await asyncio.to_thread(_extract, blob)
+                if not meta.is_empty():
+                    return meta
+            if ids.doi is None:
+                return SourceMetadata()
+            return await http.resolve_access(ids)
+
+        with _progress(ctx, sum(counts.values()), "licences") as bar:
+            outcomes = await run_units(
+                counts,
+                work,
+                session=ctx.session,
+                concurrency=ctx.options.concurrency,
+                progress=bar,
+                empty=lambda m: m.is_empty(),
+                label=lambda m: m.basis,
+            )
+
+        def cells(meta: SourceMetadata) -> dict[str, object]:
+            if meta.is_empty():
+                return {}
+            return {"licence": meta.licence, "access": meta.access, "licence_basis": meta.basis}
+
+        return _fill(
+            base,
+            plan,
+            lambda i: outcomes.get(row_key[i]),
+            cells,
+            _LICENCE_DTYPES,
+            "licence_error",
+        )
+
+
+# -- file-sets --------------------------------------------------------------------------------
+
+_FILES_DTYPES: Final = {"files": "object", "n_files": "Int64", "files_error": "string"}
+
+
+async def _list_files(
+    frame: pd.DataFrame,
+    ctx: _Ctx,
+    *,
+    sources: Sequence[FileSource] | None,
+    kind: FileKind | None,
+    resolver: BatchResolver | None,
+    resolve: bool,
+    force: bool,
+) -> pd.DataFrame:
+    base = await _ensure_resolved(frame, ctx, resolve, resolver)
+    plan = _plan(base, ctx, "files_error", force)
+    counts, first, row_key = _units(plan)
+    credentials = dict(ctx.options.credentials)
+
+    async def work(http: Session, key: ArticleIds) -> tuple[File, ...]:
+        return await http.list_files(
+            first[key], sources=sources, kind=kind, credentials=credentials
+        )
+
+    with _progress(ctx, sum(counts.values()), "list_files") as bar:
+        outcomes = await run_units(
+            counts,
+            work,
+            session=ctx.session,
+            concurrency=ctx.options.concurrency,
+            progress=bar,
+            empty=lambda files: len(files) == 0,
+        )
+
+    def cells(found: tuple[File, ...]) -> dict[str, object]:
+        return {"files": tuple(found), "n_files": len(found)}
+
+    return _fill(
+        base, plan, lambda i: outcomes.get(row_key[i]), cells, _FILES_DTYPES, "files_error"
+    )
+
+
+async def list_files(
+    frame: pd.DataFrame,
+    *,
+    sources: Sequence[FileSource] | None = None,
+    kind: FileKind | None = None,
+    resolver: BatchResolver | None = None,
+    resolve: bool = True,
+    force: bool = False,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Add each row's file-set: ``files`` (a tuple of File), ``n_files``, ``files_error``."""
+    async with _context(config or {}) as ctx:
+        return await _list_files(
+            frame,
+            ctx,
+            sources=sources,
+            kind=kind,
+            resolver=resolver,
+            resolve=resolve,
+            force=force,
+        )
+
+
+def _ids_columns(frame: pd.DataFrame) -> dict[str, list[object]]:
+    return {k: _previous(frame, k) for k in CANONICAL}
+
+
+def files_long(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return the tidy file-set of a frame that has a ``files`` column: one row per File.
+
+    The index repeats the original row labels; columns are the row's ids
+    then :data:`FILE_COLUMNS`.
+    """
+    ids = _ids_columns(frame)
+    labels: list[Hashable] = []
+    rows: dict[str, list[object]] = {c: [] for c in (*CANONICAL, *FILE_COLUMNS)}
+    for pos, (label, found) in enumerate(zip(frame.index, frame["files"].tolist(), strict=True)):
+        if not isinstance(found, tuple | list):
+            continue
+        for f in found:
+            if not isinstance(f, File):
+                continue
+            labels.append(label)
+            for k in CANONICAL:
+                rows[k].append(ids[k][pos])
+            rows["kind"].append(f.kind.value)
+            rows["source"].append(f.source)
+            rows["media_type"].append(f.media_type)
+            rows["uri"].append(f.uri)
+            rows["filename"].append(f.filename)
+            rows["size_bytes"].append(f.size_bytes)
+            rows["credential_key"].append(f.credential_key)
+            rows["description"].append(f.description)
+    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype)
+    if isinstance(frame.index, pd.MultiIndex):
+        index = (
+            pd.MultiIndex.from_tuples(
+                cast(list[tuple[Hashable, ...]], labels), names=frame.index.names
+            )
+            if labels
+            else (frame.index[:0])
+        )
+    data = {
+        c: _column(v, "Int64" if c == "size_bytes" else "string", index) for c, v in rows.items()
+    }
+    return pd.DataFrame(data, index=index)
+
+
+async def files(
+    frame: pd.DataFrame,
+    *,
+    sources: Sequence[FileSource] | None = None,
+    kind: FileKind | None = None,
+    resolver: BatchResolver | None = None,
+    resolve: bool = True,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Return the tidy file-set, listing the files first when the frame has no ``files`` column."""
+    if "files" not in frame.columns:
+        frame = await list_files(
+            frame, sources=sources, kind=kind, resolver=resolver, resolve=resolve, config=config
+        )
+    return files_long(frame)
+
+
+def _file_of_row(row: Mapping[str, object]) -> File:
+    def text(name: str) -> str | None:
+        value = row.get(name)
+        return None if _na(value) else str(value)
+
+    kind_text = text("kind")
+    source = text("source")
+    if kind_text is None or source is None:
+        raise ValueError("a file row needs 'kind' and 'source'")
+    size = row.get("size_bytes")
+    return File(
+        kind=FileKind(kind_text),
+        source=source,
+        media_type=text("media_type"),
+        uri=text("uri"),
+        filename=text("filename"),
+        credential_key=text("credential_key"),
+        size_bytes=None if _na(size) else int(size),  # type: ignore[call-overload]
+        description=text("description"),
+    )
+
+
+_FETCH_DTYPES: Final = {"path": "string", "size": "Int64", "fetch_error": "string"}
+
+
+async def fetch_files(
+    frame: pd.DataFrame,
+    out_dir: str | os.PathLike[str],
+    *,
+    sources: Sequence[FileSource] | None = None,
+    kind: FileKind | None = None,
+    force: bool = False,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Download every file of a long file-set frame into ``out_dir``; return a new frame.
+
+    Adds ``path`` (where the bytes were written), ``size`` and ``fetch_error``.
+    A frame that is not yet long (no ``source``/``kind`` columns) is first
+    turned into one with :func:`files`. Names are safe and collision-free:
+    hostile upstream filenames cannot leave ``out_dir``.
+    """
+    async with _context(config or {}) as ctx:
+        if not {"kind", "source"} <= set(frame.columns):
+            listed = await _list_files(
+                frame, ctx, sources=sources, kind=kind, resolver=None, resolve=True, force=False
+            )
+            frame = files_long(listed)
+        out = OutDir(out_dir)
+        credentials = dict(ctx.options.credentials)
+        rerun = "fetch_error" in frame.columns and not force
+        previous = _previous(frame, "fetch_error") if rerun else []
+        ids = _ids_columns(frame)
+        records = frame.to_dict("records")
+        n = len(frame)
+        todo: list[int] = []
+        parse_errors: list[str | None] = [None] * n
+        row_key: dict[int, File] = {}
+        counts: dict[File, int] = {}
+        owner: dict[File, ArticleIds] = {}
+        for i, record in enumerate(records):
+            if rerun and not is_abandoned(previous[i]):
+                continue
+            try:
+                file = _file_of_row({str(k): v for k, v in record.items()})
+                article = ArticleIds(
+                    **{k: (str(ids[k][i]) if ids[k][i] is not None else None) for k in CANONICAL}
+                )
+            except (ValueError, TypeError) as exc:
+                parse_errors[i] = f"invalid file: {_short(str(exc), 80)}"
+                todo.append(i)
+                continue
+            todo.append(i)
+            row_key[i] = file
+            counts[file] = counts.get(file, 0) + 1
+            owner.setdefault(file, article)
+
+        async def work(http: Session, file: File) -> tuple[str, int] | None:
+            blob = await http.fetch_file(file, sources=sources, credentials=credentials)
+            if blob is None:
+                return None
+            path = out.file_path(owner[file], file)
+            written = await asyncio.to_thread(out.write, path, blob.content)
+            return str(written), len(blob.content)
+
+        with _progress(ctx, sum(counts.values()), "fetch_files") as bar:
+            outcomes = await run_units(
+                counts,
+                work,
+                session=ctx.session,
+                concurrency=ctx.options.concurrency,
+                progress=bar,
+                label=lambda _: "written",
+            )
+        plan = _Plan(
+            bundles=tuple(ArticleIds() for _ in range(n)),
+            parse_errors=tuple(parse_errors),
+            todo=tuple(todo),
+            rerun=rerun,
+        )
+
+        def row_outcome(i: int) -> Outcome[Any] | None:
+            if i in row_key:
+                return outcomes.get(row_key[i])
+            return Outcome()
+
+        def cells(value: tuple[str, int]) -> dict[str, object]:
+            return {"path": value[0], "size": value[1]}
+
+        return _fill(frame, plan, row_outcome, cells, _FETCH_DTYPES, "fetch_error")
+
+
+# -- relations --------------------------------------------------------------------------------
+
+_RELATED_DTYPES: Final = {
+    "related": "object",
+    "n_related": "Int64",
+    "preprint_doi": "string",
+    "published_doi": "string",
+    "related_error": "string",
+}
+
+
+async def _related(
+    frame: pd.DataFrame,
+    ctx: _Ctx,
+    *,
+    resolver: BatchResolver | None,
+    resolve: bool,
+    force: bool,
+) -> pd.DataFrame:
+    base = await _ensure_resolved(frame, ctx, resolve, resolver)
+    plan = _plan(base, ctx, "related_error", force)
+    counts, first, row_key = _units(plan)
+
+    async def work(http: Session, key: ArticleIds) -> tuple[Related, ...]:
+        return await http.related_ids(first[key])
+
+    with _progress(ctx, sum(counts.values()), "related") as bar:
+        outcomes = await run_units(
+            counts,
+            work,
+            session=ctx.session,
+            concurrency=ctx.options.concurrency,
+            progress=bar,
+            empty=lambda found: len(found) == 0,
+        )
+
+    def first_doi(found: tuple[Related, ...], relation: RelationType) -> str | None:
+        return next((r.ids.doi for r in found if r.relation is relation and r.ids.doi), None)
+
+    def cells(found: tuple[Related, ...]) -> dict[str, object]:
+        return {
+            "related": tuple(found),
+            "n_related": len(found),
+            "preprint_doi": first_doi(found, RelationType.PREPRINT),
+            "published_doi": first_doi(found, RelationType.PUBLISHED),
+        }
+
+    return _fill(
+        base, plan, lambda i: outcomes.get(row_key[i]), cells, _RELATED_DTYPES, "related_error"
+    )
+
+
+async def related(
+    frame: pd.DataFrame,
+    *,
+    resolver: BatchResolver | None = None,
+    resolve: bool = True,
+    force: bool = False,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Add preprint / published counterparts: ``related``, ``n_related``, ``preprint_doi``,
+    ``published_doi``, ``related_error``."""
+    async with _context(config or {}) as ctx:
+        return await _related(frame, ctx, resolver=resolver, resolve=resolve, force=force)
+
+
+def relations_long(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return one row per relation of a frame with a ``related`` column, keyed to its index."""
+    ids = _ids_columns(frame)
+    labels: list[Hashable] = []
+    rows: dict[str, list[object]] = {c: [] for c in (*CANONICAL, "relation", "related_doi")}
+    for pos, (label, found) in enumerate(zip(frame.index, frame["related"].tolist(), strict=True)):
+        if not isinstance(found, tuple | list):
+            continue
+        for rel in found:
+            if not isinstance(rel, Related):
+                continue
+            labels.append(label)
+            for k in CANONICAL:
+                rows[k].append(ids[k][pos])
+            rows["relation"].append(rel.relation.value)
+            rows["related_doi"].append(rel.ids.doi)
+    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype)
+    if isinstance(frame.index, pd.MultiIndex):
+        index = (
+            pd.MultiIndex.from_tuples(
+                cast(list[tuple[Hashable, ...]], labels), names=frame.index.names
+            )
+            if labels
+            else (frame.index[:0])
+        )
+    return pd.DataFrame({c: _column(v, "string", index) for c, v in rows.items()}, index=index)
+
+
+async def relations(
+    frame: pd.DataFrame,
+    *,
+    resolver: BatchResolver | None = None,
+    resolve: bool = True,
+    config: CallOptions | None = None,
+) -> pd.DataFrame:
+    """Return the long form of :func:`related`, computing it first when needed."""
+    if "related" not in frame.columns:
+        frame = await related(frame, resolver=resolver, resolve=resolve, config=config)
+    return relations_long(frame)

@@ -1,0 +1,69 @@
+"""A small frame describing what a run found: ids resolved, bodies, licences, errors.
+
+Pure bookkeeping over the columns the accessor steps add; it sends no request.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .columns import CANONICAL
+from .pipeline import is_abandoned
+
+__all__ = ["ERROR_COLUMNS", "summarise"]
+
+ERROR_COLUMNS = (
+    "resolve_error",
+    "body_error",
+    "licence_error",
+    "files_error",
+    "related_error",
+    "fetch_error",
+)
+"""The steps' error columns, in pipeline order."""
+
+
+def summarise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return counts of what the frame holds, indexed by ``(section, item)``.
+
+    Sections: ``rows`` (total); ``resolved`` (non-NA canonical ids per kind);
+    ``bodies`` (rows per ``body_source``); ``licences`` (rows per raw
+    ``licence``) and ``licence_basis`` (per basis); ``files`` (rows with at
+    least one file, and files in total); ``errors`` (rows with an error per
+    step) and ``abandoned`` (the retryable part of those). Columns: ``count``
+    (Int64) and ``share`` (fraction of all rows, Float64).
+    """
+    n = len(frame)
+    entries: list[tuple[str, str, int]] = [("rows", "total", n)]
+    for kind in CANONICAL:
+        if kind in frame.columns:
+            entries.append(("resolved", kind, int(frame[kind].notna().sum())))
+    for column, section in (
+        ("body_source", "bodies"),
+        ("licence", "licences"),
+        ("licence_basis", "licence_basis"),
+    ):
+        if column in frame.columns:
+            counts = frame[column].dropna().astype(str).value_counts()
+            for item, count in counts.items():
+                entries.append((section, str(item), int(count)))
+            entries.append((section, "none", int(frame[column].isna().sum())))
+    if "n_files" in frame.columns:
+        n_files = frame["n_files"]
+        entries.append(("files", "rows with files", int((n_files.fillna(0) > 0).sum())))
+        entries.append(("files", "files", int(n_files.fillna(0).sum())))
+    if "n_related" in frame.columns:
+        n_related = frame["n_related"]
+        entries.append(("related", "rows with relations", int((n_related.fillna(0) > 0).sum())))
+    present = [c for c in ERROR_COLUMNS if c in frame.columns]
+    cells = {c: frame[c].tolist() for c in present}
+    for column in present:
+        step = column.removesuffix("_error")
+        entries.append(("errors", step, sum(1 for c in cells[column] if isinstance(c, str))))
+    for column in present:
+        step = column.removesuffix("_error")
+        entries.append(("abandoned", step, sum(1 for c in cells[column] if is_abandoned(c))))
+    index = pd.MultiIndex.from_tuples([(s, i) for s, i, _ in entries], names=["section", "item"])
+    counts_arr = pd.array([c for _, _, c in entries], dtype="Int64")
+    share = pd.array([c / n if n else None for _, _, c in entries], dtype="Float64")
+    return pd.DataFrame({"count": counts_arr, "share": share}, index=index)
