@@ -231,31 +231,12 @@ def _is_open(session: Session) -> bool:
     return True
 
 
-def _forget_loop_state(session: Session) -> None:
-    """Drop the per-host concurrency gates of a closed session before it is entered again.
-
-    The session creates an ``asyncio.Semaphore`` per gated host on first use,
-    and a semaphore that ever waited is bound to that event loop; each
-    synchronous call runs on a fresh loop, so a session reused across calls
-    would fail there. The gates only matter while requests are in flight,
-    which never happens on a closed session, so recreating them is safe.
-    (Workaround until ``Session.__aenter__`` resets them itself.)
-    """
-    hosts = getattr(getattr(session, "_shared", None), "hosts", None)
-    if isinstance(hosts, dict):
-        for state in hosts.values():
-            if getattr(state, "gate", None) is not None:
-                state.gate = None
-
-
 @contextlib.asynccontextmanager
 async def _context(config: CallOptions) -> AsyncIterator[_Ctx]:
     given, options, explicit = _split(config)
     if given is not None and _is_open(given):
         yield _Ctx(given, options, explicit)
         return
-    if given is not None:
-        _forget_loop_state(given)
     session = given or Session(
         contact=options.contact,
         cache=options.cache,
