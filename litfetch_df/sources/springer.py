@@ -28,6 +28,7 @@ __all__ = [
     "SpringerFetcher",
     "SpringerFileSource",
     "extract_article",
+    "springer_meta_files",
 ]
 
 log = get_logger(__name__)
@@ -189,23 +190,7 @@ class SpringerFileSource:
         if record is None:
             log.debug("springer: no record for %s", shown)
             return ()
-        url = _pdf_url(record)
-        if url is None:
-            return ()
-        if key in url:
-            # Never let a key echoed by the API into a link become a stored URI.
-            log.warning("springer: a PDF link echoed the API key; not listed")
-            return ()
-        open_access = record.get("openaccess") == "true"
-        return (
-            File(
-                kind=FileKind.BODY,
-                source=self.name,
-                media_type=PDF,
-                uri=url,
-                credential_key=None if open_access else INSTITUTIONAL,
-            ),
-        )
+        return springer_meta_files(record, api_key=key, source=self.name)
 
     async def fetch_file(
         self,
@@ -231,6 +216,37 @@ class SpringerFileSource:
         return Blob(file=file, content=response.content)
 
 
+def springer_meta_files(
+    record: Mapping[str, Any], *, api_key: str | None = None, source: str = "springer"
+) -> tuple[File, ...]:
+    """Return a Meta API record's openURL PDF as a one-file tuple, or ``()``.
+
+    The first ``url[]`` entry with ``format == "pdf"`` and an http(s) ``value``
+    becomes a BODY ``application/pdf`` :class:`File` whose ``source`` is
+    ``source``; ``credential_key`` is ``None`` when ``openaccess`` is the
+    string ``"true"``, else :data:`INSTITUTIONAL`. No such entry gives ``()``,
+    and so does a link that contains ``api_key`` (the key the request used), so
+    an echoed key can never become a stored URI.
+    """
+    url = _pdf_url(record)
+    if url is None:
+        return ()
+    if api_key and api_key in url:
+        # Never let a key echoed by the API into a link become a stored URI.
+        log.warning("springer: a PDF link echoed the API key; not listed")
+        return ()
+    open_access = record.get("openaccess") == "true"
+    return (
+        File(
+            kind=FileKind.BODY,
+            source=source,
+            media_type=PDF,
+            uri=url,
+            credential_key=None if open_access else INSTITUTIONAL,
+        ),
+    )
+
+
 def _first_record(data: Any) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         return None
@@ -240,7 +256,7 @@ def _first_record(data: Any) -> dict[str, Any] | None:
     return records[0]
 
 
-def _pdf_url(record: dict[str, Any]) -> str | None:
+def _pdf_url(record: Mapping[str, Any]) -> str | None:
     urls = record.get("url")
     if not isinstance(urls, list):
         return None

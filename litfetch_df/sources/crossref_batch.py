@@ -1,0 +1,217 @@
+"""Crossref works by DOI list: up to 100 work records per request.
+
+``GET /works?filter=doi:a,doi:b,…&rows=<n>&select=DOI,link,relation,license``
+ORs the repeated ``doi:`` filters. Items come in no promised order and are
+matched to the request by DOI, case-insensitively; a DOI Crossref does not know
+is simply missing (absence). The items carry the same ``link[]`` and
+``relation`` objects as the single-work record, so the per-article mappings
+(:func:`~.crossref.crossref_tdm_files`, :func:`~.crossref.crossref_relations`)
+apply to them unchanged and a row's answer equals the per-article one.
+
+A chunk of one DOI, and any DOI containing ``,`` (the filter separator), is
+asked with the very request :func:`~.crossref.fetch_crossref_work` issues, so
+inside a scope it is shared with the per-article consumers (the Elsevier link
+locator among them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import httpx
+
+from .._http import Http, Rate, get_logger
+from ..files import File
+from ..ids import ArticleIds, doi_key, parse_doi
+from ..metadata import Related
+from .bulk import BulkKey, BulkResult, bulk_lookup
+from .crossref import crossref_relations, crossref_tdm_files, crossref_work_url, json_object
+
+__all__ = [
+    "CROSSREF_BATCH_CAP",
+    "CROSSREF_BATCH_SELECT",
+    "CROSSREF_LIST_URL",
+    "crossref_batch_files",
+    "crossref_batch_key",
+    "crossref_batch_records",
+    "crossref_batch_relations",
+]
+
+log = get_logger(__name__)
+
+CROSSREF_LIST_URL: Final = "https://api.crossref.org/works"
+"""The works list endpoint (filterable)."""
+
+CROSSREF_BATCH_CAP: Final = 100
+"""DOIs per list request: Crossref allows ``rows`` up to 1000, but 100 keeps the URL short."""
+
+CROSSREF_BATCH_SELECT: Final = "DOI,link,relation,license"
+"""Fields each item carries: its DOI (to match it), TDM links, relations, licences."""
+
+
+def crossref_batch_key(article_ids: ArticleIds) -> BulkKey | None:
+    """Return how a bundle is asked about, or ``None`` without a usable DOI.
+
+    A DOI is usable when the per-article lookup would request it (it parses
+    and does not escape its URL path); it is sent in canonical form with the
+    caller's casing and compared lower-cased.
+    """
+    if article_ids.doi is None:
+        return None
+    try:
+        crossref_work_url(article_ids.doi)
+        doi = parse_doi(article_ids.doi)
+    except ValueError:
+        log.warning("Crossref: not looking up an invalid DOI %r", article_ids.doi)
+        return None
+    return BulkKey(key=doi_key(doi), wire=doi)
+
+
+def _unanswered(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+async def _single(http: Http, doi: str) -> dict[str, dict[str, Any]] | None:
+    """Ask the single-work endpoint exactly as the per-article lookup does."""
+    params = {"mailto": http.contact} if http.contact else None
+    try:
+        response = await http.get(crossref_work_url(doi), params=params, rate=Rate.CROSSREF)
+    except httpx.TransportError as exc:
+        log.warning("Crossref lookup for %s gave up after retries (%s)", doi, type(exc).__name__)
+        return None
+    except httpx.HTTPError as exc:
+        log.warning("Crossref lookup for %s failed (%s)", doi, type(exc).__name__)
+        return {}
+    status = response.status_code
+    if _unanswered(status):
+        log.warning("Crossref lookup for %s: HTTP %d after retries", doi, status)
+        return None
+    if status == 404:
+        log.debug("Crossref has no work for %s", doi)
+        return {}
+    if status != 200:
+        log.warning("Crossref lookup for %s gave HTTP %d", doi, status)
+        return {}
+    body = json_object(response)
+    message = body.get("message") if body is not None else None
+    if not isinstance(message, dict):
+        log.warning("Crossref answered %s with something that is not a work record", doi)
+        return {}
+    return {doi: message}
+
+
+async def _listed(http: Http, dois: list[str]) -> dict[str, dict[str, Any]] | None:
+    """Ask the list endpoint about ``dois``; map each one answered to its item."""
+    params: dict[str, str | int] = {
+        "filter": ",".join(f"doi:{doi}" for doi in dois),
+        "rows": len(dois),
+        "select": CROSSREF_BATCH_SELECT,
+    }
+    if http.contact:
+        params["mailto"] = http.contact
+    what = f"Crossref works list ({len(dois)} DOIs)"
+    try:
+        response = await http.get(CROSSREF_LIST_URL, params=params, rate=Rate.CROSSREF)
+    except httpx.TransportError as exc:
+        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
+        return None
+    except httpx.HTTPError as exc:
+        log.warning("%s: failed (%s)", what, type(exc).__name__)
+        return {}
+    status = response.status_code
+    if _unanswered(status):
+        log.warning("%s: HTTP %d after retries", what, status)
+        return None
+    if status != 200:
+        log.warning("%s: HTTP %d", what, status)
+        return {}
+    body = json_object(response)
+    message = body.get("message") if body is not None else None
+    items = message.get("items") if isinstance(message, dict) else None
+    if not isinstance(items, list):
+        log.warning("%s: response is not a work list", what)
+        return {}
+    wanted = {doi_key(doi): doi for doi in dois}
+    found: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        try:
+            key = doi_key(parse_doi(item.get("DOI")))
+        except ValueError:
+            continue
+        doi = wanted.get(key)
+        if doi is not None and doi not in found:
+            found[doi] = item
+    return found
+
+
+def _alone(doi: str) -> bool:
+    # A ',' inside a DOI would split its filter in two.
+    return "," in doi
+
+
+async def crossref_batch_records(
+    batch: Sequence[ArticleIds],
+    http: Http,
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> BulkResult[dict[str, Any]]:
+    """Return Crossref's work record for each bundle's DOI, many DOIs per request.
+
+    Each distinct DOI (compared case-insensitively) is sent once, in list
+    requests of at most :data:`CROSSREF_BATCH_CAP` issued together and paced by
+    the session at :attr:`Rate.CROSSREF`, with the session contact as
+    ``mailto``. A lone DOI (a one-DOI chunk, or a DOI containing ``,``) goes to
+    the single-work endpoint instead. ``values[i]`` is the record (a list item
+    holds only ``DOI``, ``link``, ``relation`` and ``license``), or ``None``
+    without a usable DOI (no request), when Crossref does not know the DOI, or
+    when its chunk failed. A chunk never answered (transport failure, or
+    429/5xx after retries) puts its indices in ``abandoned``; any other non-200
+    or a body that is not a work list is logged and leaves the values ``None``.
+    ``credentials`` is accepted for a uniform signature and not used. Records
+    shared by repeated bundles are the same object: do not mutate them.
+    """
+
+    async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
+        if len(dois) == 1:
+            return await _single(http, dois[0])
+        return await _listed(http, dois)
+
+    keys = [crossref_batch_key(ids) for ids in batch]
+    return await bulk_lookup(keys, lookup, cap=CROSSREF_BATCH_CAP, alone=_alone)
+
+
+async def crossref_batch_files(
+    batch: Sequence[ArticleIds],
+    http: Http,
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> BulkResult[tuple[File, ...]]:
+    """Return the ``crossref_tdm`` file-set of each bundle, from list requests.
+
+    ``values[i]`` is ``None`` without a record (see
+    :func:`crossref_batch_records`), else the record's text-mining links
+    (:func:`~.crossref.crossref_tdm_files`), so ``values[i] or ()`` equals
+    :class:`~.crossref.CrossrefFileSource` ``list_files`` for the bundle.
+    """
+    records = await crossref_batch_records(batch, http, credentials=credentials)
+    return records.map(crossref_tdm_files)
+
+
+async def crossref_batch_relations(
+    batch: Sequence[ArticleIds],
+    http: Http,
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> BulkResult[tuple[Related, ...]]:
+    """Return the preprint / published relations Crossref asserts for each bundle's DOI.
+
+    ``values[i]`` is ``None`` without a record (see
+    :func:`crossref_batch_records`), else
+    :func:`~.crossref.crossref_relations` of it: the Crossref part of
+    :func:`~litfetch_df.operations.relations.related_ids` for the bundle.
+    """
+    records = await crossref_batch_records(batch, http, credentials=credentials)
+    return records.map(crossref_relations)

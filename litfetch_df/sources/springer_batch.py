@@ -1,0 +1,174 @@
+"""Springer Nature Meta API by DOI list: up to 50 records per request.
+
+``GET /meta/v2/json?q=doi:a OR doi:b&p=<n>&api_key=<key>``.
+
+Assumption (the upstream reference marks this query syntax *unverified*):
+Meta ORs ``doi:`` terms joined by `` OR ``, ``p`` is the page size, and each
+record carries its ``doi``. Chunks stay at :data:`SPRINGER_BATCH_CAP` (50) so
+a page always holds every answer, records are matched to the request by
+``doi`` case-insensitively, and a DOI that could break the boolean syntax
+(whitespace, quotes or parentheses in it) is asked on its own. A one-DOI
+request is exactly the per-article one (``q=doi:<doi>``, no ``p``), so inside a
+scope it is shared with :class:`~.springer.SpringerFileSource`, and, as there,
+its first record is taken.
+
+The key (``credentials['springer_meta_api_key']``) is sent only in the
+``api_key`` parameter of these requests: it is never logged (nothing here logs
+a URL or an exception text), never part of a ``File.uri`` (a link echoing it
+is dropped), and never in a repr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import httpx
+
+from .._http import Http, Rate, get_logger
+from ..files import File
+from ..ids import ArticleIds, doi_key, parse_doi
+from .bulk import BulkKey, BulkResult, bulk_lookup
+from .crossref import usable_credential
+from .springer import SPRINGER_META_URL, springer_meta_files
+
+__all__ = [
+    "SPRINGER_BATCH_CAP",
+    "springer_batch_files",
+    "springer_batch_key",
+    "springer_batch_records",
+]
+
+log = get_logger(__name__)
+
+SPRINGER_BATCH_CAP: Final = 50
+"""DOIs OR-ed into one Meta query (the syntax is unverified; 50 keeps a page whole)."""
+
+_CREDENTIAL: Final = "springer_meta_api_key"
+
+# Characters that are query syntax for Meta's boolean parser.
+_SYNTAX = re.compile(r"[\s\"()]")
+
+
+def springer_batch_key(article_ids: ArticleIds) -> BulkKey | None:
+    """Return how a bundle is asked about, or ``None`` without a DOI that parses."""
+    if article_ids.doi is None:
+        return None
+    try:
+        doi = parse_doi(article_ids.doi)
+    except ValueError:
+        log.warning("springer: declined an invalid DOI")
+        return None
+    return BulkKey(key=doi_key(doi), wire=doi)
+
+
+def _record_doi(record: Mapping[str, Any]) -> str | None:
+    """The comparison form of the DOI a Meta record names (``doi``, else ``identifier``)."""
+    for value in (record.get("doi"), record.get("identifier")):
+        try:
+            return doi_key(parse_doi(value))
+        except ValueError:
+            continue
+    return None
+
+
+async def _chunk(http: Http, dois: list[str], key: str) -> dict[str, dict[str, Any]] | None:
+    query = " OR ".join(f"doi:{doi}" for doi in dois)
+    params: dict[str, str | int] = {"q": query}
+    if len(dois) > 1:
+        params["p"] = len(dois)
+    params["api_key"] = key
+    what = f"springer: Meta query ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
+    try:
+        response = await http.get(SPRINGER_META_URL, params=params, rate=Rate.DEFAULT)
+    except httpx.TransportError as exc:
+        # The exception text holds the URL, and the URL holds the key: log the type only.
+        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
+        return None
+    except httpx.HTTPError as exc:
+        log.warning("%s: failed (%s)", what, type(exc).__name__)
+        return {}
+    status = response.status_code
+    if status == 429 or status >= 500:
+        log.warning("%s: HTTP %d after retries", what, status)
+        return None
+    if status != 200:
+        log.warning("%s: HTTP %d", what, status)
+        return {}
+    try:
+        data: Any = json.loads(response.content)
+    except ValueError:
+        log.warning("%s: answer is not JSON", what)
+        return {}
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        log.warning("%s: answer has no records list", what)
+        return {}
+    if len(dois) == 1:
+        # The per-article source takes the first record of its one-DOI query.
+        first = records[0] if records and isinstance(records[0], dict) else None
+        return {dois[0]: first} if first is not None else {}
+    wanted = {doi_key(doi): doi for doi in dois}
+    found: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        doi = wanted.get(_record_doi(record) or "")
+        if doi is not None and doi not in found:
+            found[doi] = record
+    return found
+
+
+def _alone(doi: str) -> bool:
+    return _SYNTAX.search(doi) is not None
+
+
+async def springer_batch_records(
+    batch: Sequence[ArticleIds],
+    http: Http,
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> BulkResult[dict[str, Any]]:
+    """Return the Springer Meta record for each bundle's DOI, many DOIs per request.
+
+    Needs ``credentials['springer_meta_api_key']`` (a non-blank string);
+    without it every value is ``None`` and no request is made. Each distinct
+    DOI (compared case-insensitively) is sent once, in OR queries of at most
+    :data:`SPRINGER_BATCH_CAP` issued together at :attr:`Rate.DEFAULT`.
+    ``values[i]`` is the record, or ``None`` without a DOI, when Meta has no
+    record for it, or when its chunk failed. A chunk never answered (transport
+    failure, or 429/5xx after retries) puts its indices in ``abandoned``; any
+    other non-200 (a 401 for a wrong key, say) or a body that is not JSON is
+    logged and leaves the values ``None``. Records may echo the key: never
+    persist them.
+    """
+    key = usable_credential(credentials, _CREDENTIAL)
+    if key is None:
+        return BulkResult.empty(len(batch))
+
+    async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
+        return await _chunk(http, dois, key)
+
+    keys = [springer_batch_key(ids) for ids in batch]
+    return await bulk_lookup(keys, lookup, cap=SPRINGER_BATCH_CAP, alone=_alone)
+
+
+async def springer_batch_files(
+    batch: Sequence[ArticleIds],
+    http: Http,
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> BulkResult[tuple[File, ...]]:
+    """Return the ``springer`` file-set of each bundle, from Meta OR queries.
+
+    ``values[i]`` is ``None`` without a record (see
+    :func:`springer_batch_records`), else the record's openURL PDF through
+    :func:`~.springer.springer_meta_files` (``INSTITUTIONAL`` unless open
+    access; a link echoing the key is dropped), so ``values[i] or ()`` equals
+    :class:`~.springer.SpringerFileSource` ``list_files`` for the bundle.
+    """
+    key = usable_credential(credentials, _CREDENTIAL)
+    records = await springer_batch_records(batch, http, credentials=credentials)
+    return records.map(lambda record: springer_meta_files(record, api_key=key))
