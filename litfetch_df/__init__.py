@@ -32,6 +32,7 @@ from .operations.resolution import (
 from .operations.types import BatchResolver, Fetcher, FileSource, Resolver
 from .session import NotInCache, Session
 from .sources.biorxiv import BiorxivFetcher
+from .sources.bulk import BulkResult
 from .sources.crossref import CrossrefFileSource
 from .sources.elsevier import ElsevierFetcher
 from .sources.europe_pmc import EuropePmcBookshelfFetcher, EuropePmcFetcher
@@ -52,6 +53,7 @@ __all__ = [
     "BiorxivFetcher",
     "Blob",
     "BulkHttp",
+    "BulkResult",
     "CacheInfo",
     "CrossrefFileSource",
     "ElsevierFetcher",

@@ -29,6 +29,7 @@ from .operations.types import BatchResolver, Resolver
 from .sources.europe_pmc_search import EuropePmcResolver
 from .sources.ncbi_idconv import NcbiIdConverterResolver
 from .sources.semantic_scholar import SemanticScholarResolver
+from .sources.semantic_scholar_batch import SemanticScholarBatchResolver
 
 __all__ = [
     "BatchResolver",
@@ -38,6 +39,7 @@ __all__ = [
     "NcbiIdConverterResolver",
     "OpenAlexResolver",
     "Resolver",
+    "SemanticScholarBatchResolver",
     "SemanticScholarResolver",
     "chain",
     "chain_batch",
