@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check litfetch_df tests benchmarks
-	$(BIN)/ruff format --check litfetch_df tests benchmarks
+	$(BIN)/ruff check litfetch_df tests benchmarks tools
+	$(BIN)/ruff format --check litfetch_df tests benchmarks tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

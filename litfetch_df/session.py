@@ -9,10 +9,11 @@ record inside one unit of work cost one request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json as jsonlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -91,6 +92,14 @@ class _HostState:
     gate_loop: asyncio.AbstractEventLoop | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Primed:
+    """A request answered from memory: a synthesized response, or a failure reason."""
+
+    response: CachedResponse | None
+    failure: str | None
+
+
 @dataclass
 class _Shared:
     """State common to a session and all its scopes."""
@@ -108,6 +117,8 @@ class _Shared:
     hosts: dict[str, _HostState] = field(default_factory=dict)
     requests_sent: int = 0
     requests_by_host: dict[str, int] = field(default_factory=dict)
+    # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
+    primed: dict[str, _Primed] = field(default_factory=dict)
 
 
 def _norm_params(params: Mapping[str, str | int] | None) -> list[tuple[str, str]]:
@@ -293,6 +304,61 @@ class Session:
         """The persistent response cache, if one was configured."""
         return self._shared.store
 
+    # -- priming -----------------------------------------------------------------------------
+
+    def prime(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = False,
+        body: bytes | None = None,
+        response: CachedResponse | None = None,
+        failure: str | None = None,
+    ) -> str:
+        """Answer one exact request from memory, in this session and all its scopes.
+
+        The request is named by every part :func:`request_key` hashes (a POST
+        made with :meth:`post` carries ``Content-Type: application/json`` and
+        the compact, key-sorted JSON bytes as ``body``). Give exactly one of
+        ``response`` (served instead of the persistent cache and the network;
+        its status must be deterministic, and its ``url`` is replaced by the
+        redacted request URL) or ``failure`` (a short reason: the request is
+        then given up as if every retry had failed, recorded in the asking
+        scope's :attr:`failures` and raised as :class:`UpstreamUnavailable`,
+        unless the persistent cache holds an answer). Primed answers never
+        reach the persistent cache and cost no pacing. Returns the request key,
+        for :meth:`unprime`.
+        """
+        if (response is None) == (failure is None):
+            raise ValueError("prime() takes exactly one of response= or failure=")
+        if response is not None and not is_deterministic(response.status_code):
+            raise ValueError(
+                f"a primed response must be deterministic, not HTTP {response.status_code}; "
+                "prime a failure= instead"
+            )
+        key = request_key(method, url, params, headers, follow_redirects, body)
+        if response is not None:
+            shown = redact_url(httpx.URL(url, params=params or {}))
+            self._shared.primed[key] = _Primed(dataclasses.replace(response, url=shown), None)
+        else:
+            reason = " ".join(str(failure).split()) or "no answer"
+            self._shared.primed[key] = _Primed(None, reason)
+        return key
+
+    def unprime(self, keys: Iterable[str]) -> None:
+        """Forget the primed answers under ``keys`` (as returned by :meth:`prime`)."""
+        primed = self._shared.primed
+        for key in keys:
+            primed.pop(key, None)
+
+    @property
+    def primed_count(self) -> int:
+        """How many requests are currently answered from memory (see :meth:`prime`)."""
+        return len(self._shared.primed)
+
     # -- requests ----------------------------------------------------------------------------
 
     async def get(
@@ -388,11 +454,21 @@ class Session:
         body: bytes | None,
     ) -> httpx.Response:
         shared = self._shared
+        primed = shared.primed.get(key)
+        if primed is not None and primed.response is not None:
+            return _rebuild(primed.response, method)
         store = shared.store
         if store is not None and not shared.refresh:
             entry = store.load(key)
             if entry is not None:
                 return _rebuild(entry, method)
+        if primed is not None:
+            # A stored answer (above) is a real one and beats a primed failure.
+            reason = primed.failure or "no answer"
+            self._note_failure(reason)
+            raise UpstreamUnavailable(
+                f"{reason}: {method} {redact_url(httpx.URL(url, params=params or {}))}"
+            )
         if shared.offline:
             reason = f"not in cache: {method} {redact_url(httpx.URL(url, params=params or {}))}"
             self._note_failure(reason)
@@ -513,6 +589,10 @@ class Session:
                 await asyncio.sleep(remaining)
                 continue
             if state.paused_until <= slot:
+                # A busy loop may wake this request late; the next slot then counts from
+                # the real start, so the host never sees two requests closer than the
+                # interval.
+                state.last_start = max(state.last_start, time.monotonic())
                 return
             # A Retry-After arrived while this request waited: its slot falls inside the
             # pause, so queue again behind the pause (keeping the spacing).

@@ -13,6 +13,7 @@ thread-safe log of every request received.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import re
 import threading
@@ -228,10 +229,8 @@ class FakeUpstream:
                 self._in_flight[host] -= 1
         if response == "drop":
             h.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 h.connection.shutdown(2)
-            except OSError:
-                pass
             return
         assert isinstance(response, FakeResponse)
         data, headers = response.encoded()

@@ -23,7 +23,7 @@ from tests.fake_upstream import FakeResponse, FakeUpstream, json_response
 EPMC = "www.ebi.ac.uk"
 OPENALEX = "api.openalex.org"
 CROSSREF = "api.crossref.org"
-TOLERANCE = 0.001  # clock granularity between the slot and the hook
+TOLERANCE = 0.002  # clock granularity between the slot and the hook
 
 
 @dataclass(frozen=True)

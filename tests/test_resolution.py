@@ -735,6 +735,7 @@ def test_the_resolvers_module_re_exports_every_bundled_resolver() -> None:
         "NcbiIdConverterResolver",
         "OpenAlexResolver",
         "Resolver",
+        "SemanticScholarBatchResolver",
         "SemanticScholarResolver",
         "chain",
         "chain_batch",
