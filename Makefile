@@ -17,14 +17,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check litfetch_df tests benchmarks tools
-	$(BIN)/ruff format --check litfetch_df tests benchmarks tools
+	$(BIN)/ruff check litfetch_df tests benchmarks tools notebooks
+	$(BIN)/ruff format --check litfetch_df tests benchmarks tools notebooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake tests notebooks
 
 test: lint typecheck pytest
 
