@@ -18,6 +18,12 @@ Each unit ends in one of three ways, reported per row:
 
 An invalid identifier never becomes a request: it is reported in the error
 column (``"invalid doi: 'foo'"``) and the row keeps its other valid ids.
+
+Before a step's units run, :mod:`litfetch_df.frame.bulk` asks the services
+with a bulk form (Semantic Scholar, Crossref, Springer Meta) about every
+bundle of the step at once and primes the session with the per-article
+answers, so the units cost no request to those hosts (see
+docs/adr/0005-bulk-priming.md).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from ..ids import ArticleIds
 from ..metadata import Related, RelationType, SourceMetadata
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
+from . import bulk
 from .columns import CANONICAL, IdColumns, bundle_key, detect_id_columns, parse_rows
 from .options import Options, effective
 from .outdir import OutDir
@@ -537,15 +544,21 @@ async def fetch_bodies(
                 return value.file.source
             return value.source if value is not None else None
 
-        with _progress(ctx, sum(counts.values()), "fetch_bodies") as bar:
-            outcomes = await run_units(
-                counts,
-                work,
-                session=ctx.session,
-                concurrency=ctx.options.concurrency,
-                progress=bar,
-                label=label,
-            )
+        # With an Elsevier key, that rung looks every DOI it reaches up in Crossref:
+        # one list request per 100 DOIs answers those lookups in advance.
+        services = bulk.for_fetchers(fetchers, credentials)
+        async with bulk.primed(
+            ctx.session, list(first.values()), services, credentials=credentials
+        ):
+            with _progress(ctx, sum(counts.values()), "fetch_bodies") as bar:
+                outcomes = await run_units(
+                    counts,
+                    work,
+                    session=ctx.session,
+                    concurrency=ctx.options.concurrency,
+                    progress=bar,
+                    label=label,
+                )
 
         def cells(value: Blob | _Written) -> dict[str, object]:
             if isinstance(value, Blob):
@@ -716,15 +729,19 @@ async def _list_files(
             first[key], sources=sources, kind=kind, credentials=credentials
         )
 
-    with _progress(ctx, sum(counts.values()), "list_files") as bar:
-        outcomes = await run_units(
-            counts,
-            work,
-            session=ctx.session,
-            concurrency=ctx.options.concurrency,
-            progress=bar,
-            empty=lambda files: len(files) == 0,
-        )
+    # Bulk lookups first: they answer the per-article requests of the sources that have a
+    # bulk form, so the per-bundle work below only asks the others.
+    services = bulk.for_file_sources(sources)
+    async with bulk.primed(ctx.session, list(first.values()), services, credentials=credentials):
+        with _progress(ctx, sum(counts.values()), "list_files") as bar:
+            outcomes = await run_units(
+                counts,
+                work,
+                session=ctx.session,
+                concurrency=ctx.options.concurrency,
+                progress=bar,
+                empty=lambda files: len(files) == 0,
+            )
 
     def cells(found: tuple[File, ...]) -> dict[str, object]:
         return {"files": tuple(found), "n_files": len(found)}
@@ -956,15 +973,17 @@ async def _related(
     async def work(http: Session, key: ArticleIds) -> tuple[Related, ...]:
         return await http.related_ids(first[key])
 
-    with _progress(ctx, sum(counts.values()), "related") as bar:
-        outcomes = await run_units(
-            counts,
-            work,
-            session=ctx.session,
-            concurrency=ctx.options.concurrency,
-            progress=bar,
-            empty=lambda found: len(found) == 0,
-        )
+    # Crossref relations for every DOI in list requests first; bioRxiv stays per article.
+    async with bulk.primed(ctx.session, list(first.values()), bulk.for_related()):
+        with _progress(ctx, sum(counts.values()), "related") as bar:
+            outcomes = await run_units(
+                counts,
+                work,
+                session=ctx.session,
+                concurrency=ctx.options.concurrency,
+                progress=bar,
+                empty=lambda found: len(found) == 0,
+            )
 
     def first_doi(found: tuple[Related, ...], relation: RelationType) -> str | None:
         return next((r.ids.doi for r in found if r.relation is relation and r.ids.doi), None)

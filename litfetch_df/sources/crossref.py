@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
@@ -29,8 +30,11 @@ from ..metadata import Related, RelationType
 __all__ = [
     "CROSSREF_WORKS_URL",
     "CrossrefFileSource",
+    "GetRequest",
     "crossref_relations",
     "crossref_tdm_files",
+    "crossref_work_request",
+    "crossref_work_url",
     "download_file",
     "fetch_crossref_work",
     "is_web_url",
@@ -53,6 +57,34 @@ _RELATIONS: Final[Mapping[str, RelationType]] = {
 
 
 # -- shared helpers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GetRequest:
+    """Every part of a GET a per-article source issues: what :meth:`Session.get` receives.
+
+    The request builders (:func:`crossref_work_request`,
+    :func:`~.semantic_scholar.s2_paper_request`,
+    :func:`~.springer.springer_meta_request`) return one, and the sources send
+    exactly it, so a table-level caller can name the very request (its
+    :func:`~litfetch_df.session.request_key`) a source is about to make.
+    ``params`` and ``headers`` may hold a credential: the repr shows their
+    names only.
+    """
+
+    url: str
+    params: Mapping[str, str | int] | None
+    headers: Mapping[str, str] | None
+    rate: Rate
+
+    def __repr__(self) -> str:
+        params = sorted(self.params or {})
+        headers = sorted(self.headers or {})
+        return f"GetRequest({self.url!r}, params={params}, headers={headers}, rate={self.rate})"
+
+    async def send(self, http: Http) -> httpx.Response:
+        """Issue this GET through ``http`` and return the response (errors propagate)."""
+        return await http.get(self.url, params=self.params, headers=self.headers, rate=self.rate)
 
 
 def json_object(response: httpx.Response) -> dict[str, Any] | None:
@@ -117,6 +149,20 @@ def crossref_work_url(doi: str) -> str:
     return CROSSREF_WORKS_URL + doi_path(doi)
 
 
+def crossref_work_request(doi: str, contact: str | None) -> GetRequest:
+    """Return the single-work GET for ``doi``: ``mailto=<contact>`` when a contact is set.
+
+    Paced at :attr:`Rate.CROSSREF`. Raises :class:`ValueError` for an invalid
+    or path-escaping DOI.
+    """
+    return GetRequest(
+        url=crossref_work_url(doi),
+        params={"mailto": contact} if contact else None,
+        headers=None,
+        rate=Rate.CROSSREF,
+    )
+
+
 async def fetch_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
     """Return Crossref's work record (the response's ``message`` object) for ``doi``.
 
@@ -127,13 +173,12 @@ async def fetch_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
     transport failure after retries.
     """
     try:
-        url = crossref_work_url(doi)
+        request = crossref_work_request(doi, http.contact)
     except ValueError:
         log.warning("Crossref: not looking up an invalid DOI %r", doi)
         return None
-    params = {"mailto": http.contact} if http.contact else None
     try:
-        response = await http.get(url, params=params, rate=Rate.CROSSREF)
+        response = await request.send(http)
     except httpx.HTTPError as exc:
         log.warning("Crossref lookup for %s failed: %s", doi, type(exc).__name__)
         return None

@@ -16,7 +16,7 @@ import httpx
 from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
-from .crossref import download_file, is_web_url, json_object, usable_credential
+from .crossref import GetRequest, download_file, is_web_url, json_object, usable_credential
 
 __all__ = [
     "S2_PAPER_URL",
@@ -25,6 +25,7 @@ __all__ = [
     "fetch_s2_paper",
     "s2_article_ids",
     "s2_paper_id",
+    "s2_paper_request",
     "s2_pdf_files",
 ]
 
@@ -62,27 +63,44 @@ def s2_paper_id(article_ids: ArticleIds) -> str | None:
     return None
 
 
-async def fetch_s2_paper(
-    http: Http, article_ids: ArticleIds, *, fields: str, api_key: str | None = None
-) -> dict[str, Any] | None:
-    """Return the S2 paper record with ``fields`` for the bundle, or ``None``.
+def s2_paper_request(
+    article_ids: ArticleIds, *, fields: str, api_key: str | None = None
+) -> GetRequest | None:
+    """Return the single-paper GET for the bundle with ``fields``, or ``None`` without a usable id.
 
-    Sends ``x-api-key`` only when ``api_key`` is a non-blank string, and paces
-    at :attr:`Rate.S2_KEYED` then, else :attr:`Rate.S2_UNKEYED`. ``None``
-    without a usable id (no request), for a 404, any other non-200 (a 429 that
-    outlived the retries included), a body that is not a JSON object, and a
-    transport failure.
+    ``GET /graph/v1/paper/<s2_paper_id>?fields=<fields>``; with ``api_key`` a
+    non-blank string it carries ``x-api-key`` and paces at
+    :attr:`Rate.S2_KEYED`, else no header and :attr:`Rate.S2_UNKEYED`.
     """
     paper_id = s2_paper_id(article_ids)
     if paper_id is None:
         return None
     key = api_key.strip() if isinstance(api_key, str) and api_key.strip() else None
-    headers = {"x-api-key": key} if key else None
-    rate = Rate.S2_KEYED if key else Rate.S2_UNKEYED
+    return GetRequest(
+        url=S2_PAPER_URL + paper_id,
+        params={"fields": fields},
+        headers={"x-api-key": key} if key else None,
+        rate=Rate.S2_KEYED if key else Rate.S2_UNKEYED,
+    )
+
+
+async def fetch_s2_paper(
+    http: Http, article_ids: ArticleIds, *, fields: str, api_key: str | None = None
+) -> dict[str, Any] | None:
+    """Return the S2 paper record with ``fields`` for the bundle, or ``None``.
+
+    Sends :func:`s2_paper_request`: ``x-api-key`` only when ``api_key`` is a
+    non-blank string, paced at :attr:`Rate.S2_KEYED` then, else
+    :attr:`Rate.S2_UNKEYED`. ``None`` without a usable id (no request), for a
+    404, any other non-200 (a 429 that outlived the retries included), a body
+    that is not a JSON object, and a transport failure.
+    """
+    request = s2_paper_request(article_ids, fields=fields, api_key=api_key)
+    if request is None:
+        return None
+    paper_id = request.url.removeprefix(S2_PAPER_URL)
     try:
-        response = await http.get(
-            S2_PAPER_URL + paper_id, params={"fields": fields}, headers=headers, rate=rate
-        )
+        response = await request.send(http)
     except httpx.HTTPError as exc:
         log.warning("Semantic Scholar lookup for %s failed: %s", paper_id, type(exc).__name__)
         return None

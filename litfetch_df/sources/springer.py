@@ -21,6 +21,7 @@ from .._http import Http, Rate, get_logger, redact_url
 from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
+from .crossref import GetRequest
 
 __all__ = [
     "SPRINGER_META_URL",
@@ -29,6 +30,7 @@ __all__ = [
     "SpringerFileSource",
     "extract_article",
     "springer_meta_files",
+    "springer_meta_request",
 ]
 
 log = get_logger(__name__)
@@ -169,12 +171,11 @@ class SpringerFileSource:
         doi = _doi(article_ids, self.name)
         if doi is None:
             return ()
-        query = {"q": f"doi:{doi}"}
-        shown = str(httpx.URL(SPRINGER_META_URL, params=query))
+        request = springer_meta_request(doi, key)
+        # The URL as logged: the request minus the key.
+        shown = str(httpx.URL(SPRINGER_META_URL, params={"q": f"doi:{doi}"}))
         try:
-            response = await http.get(
-                SPRINGER_META_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT
-            )
+            response = await request.send(http)
         except httpx.TransportError as exc:
             log.warning("springer: request failed: %s", _scrub(str(exc), key))
             return ()
@@ -214,6 +215,20 @@ class SpringerFileSource:
             log.info("springer: HTTP %d for %s", response.status_code, redact_url(file.uri))
             return None
         return Blob(file=file, content=response.content)
+
+
+def springer_meta_request(doi: str, api_key: str) -> GetRequest:
+    """Return the per-article Meta query for a parsed ``doi``: ``q=doi:<doi>&api_key=<key>``.
+
+    Paced at :attr:`Rate.DEFAULT`. The key travels only in this request's
+    ``api_key`` parameter (the session redacts it from every log line).
+    """
+    return GetRequest(
+        url=SPRINGER_META_URL,
+        params={"q": f"doi:{doi}", "api_key": api_key},
+        headers=None,
+        rate=Rate.DEFAULT,
+    )
 
 
 def springer_meta_files(

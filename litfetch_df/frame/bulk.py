@@ -1,0 +1,500 @@
+"""Bulk priming: whole-table lookups that answer the per-article requests in advance.
+
+The frame runs each step per distinct id bundle through the per-article
+operations (``Session.list_files``, ``related_ids``, ``fetch_body``). Some of
+the services they ask answer many articles in one request (``upstream.md``
+section 9), so before a step's per-bundle work :func:`primed` runs those bulk
+lookups for every bundle of the step and *primes* the session (see
+:meth:`~litfetch_df.Session.prime`): each per-article request a source is
+about to make is answered from memory with the answer that request would get,
+synthesized from the bulk answer:
+
+* Semantic Scholar: ``POST /paper/batch`` (500 ids) primes each
+  ``GET /paper/<id>?fields=openAccessPdf`` with a 200 single-paper body, or a
+  404 for a ``null`` element;
+* Crossref: ``GET /works?filter=doi:…`` (100 DOIs) primes each
+  ``GET /works/<doi>`` with a 200 work envelope, or a 404
+  ``Resource not found.`` for a DOI missing from the items;
+* Springer Meta (with ``springer_meta_api_key``): ``q=doi:a OR doi:b`` primes
+  each per-DOI query with a one-record answer, or an empty ``records`` list.
+
+The per-article code then runs unchanged, so each row's result is the one the
+per-article path gives on the same upstream data, and a custom
+:class:`~litfetch_df.operations.types.FileSource` keeps working as it did.
+
+Absence is primed only where a bulk answer positively covered the article (a
+well-formed answer to a request that named it). A chunk that was never
+answered (transport failure, or a 429/5xx after every retry) primes a
+*failure* for its articles: their per-article requests are given up at once
+with the bulk request's reason, so the rows end ``abandoned: …`` and the next
+call retries them, instead of falling back to hundreds of paced single
+requests. A chunk answered with anything else (a 400, a body of the wrong
+shape) primes nothing: its articles take the per-article path.
+
+Primed answers live for one step (:func:`primed` removes them on exit) and
+never reach the persistent cache; the bulk responses themselves are cached
+like any other request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import json
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+
+from .._http import Rate, get_logger
+from ..ids import ArticleIds, doi_key, parse_doi
+from ..operations.types import Fetcher, FileSource
+from ..session import CachedResponse, Session
+from ..sources.bulk import BulkResult
+from ..sources.crossref import (
+    CROSSREF_WORKS_URL,
+    CrossrefFileSource,
+    GetRequest,
+    crossref_work_request,
+    json_object,
+    usable_credential,
+)
+from ..sources.crossref_batch import CROSSREF_LIST_URL, crossref_batch_key, crossref_batch_records
+from ..sources.elsevier import ElsevierFetcher
+from ..sources.semantic_scholar import (
+    S2_PAPER_URL,
+    SemanticScholarFileSource,
+    s2_paper_request,
+)
+from ..sources.semantic_scholar_batch import S2_BATCH_URL, s2_batch_key, s2_batch_records
+from ..sources.springer import SPRINGER_META_URL, SpringerFileSource, springer_meta_request
+from ..sources.springer_batch import springer_batch_key, springer_batch_records
+
+__all__ = [
+    "Service",
+    "for_fetchers",
+    "for_file_sources",
+    "for_related",
+    "prime",
+    "primed",
+]
+
+log = get_logger(__name__)
+
+_ENABLED = True
+"""Private switch: ``False`` makes :func:`prime` a no-op (to compare with the per-article path)."""
+
+_S2_FIELDS: Final = "openAccessPdf"
+"""The field the per-article file source asks Semantic Scholar for."""
+
+_JSON: Final = (("content-type", "application/json"),)
+_TEXT: Final = (("content-type", "text/plain;charset=utf-8"),)
+
+
+class Service(enum.Enum):
+    """A service whose per-article requests can be primed from a bulk lookup."""
+
+    SEMANTIC_SCHOLAR = "semantic_scholar"
+    CROSSREF = "crossref"
+    SPRINGER_META = "springer_meta"
+
+
+def for_file_sources(sources: Sequence[FileSource] | None) -> frozenset[Service]:
+    """Return the services to prime for ``list_files`` with ``sources`` (``None``: the defaults).
+
+    Only the exact bundled classes count (a subclass may ask differently):
+    :class:`SemanticScholarFileSource`, :class:`CrossrefFileSource`,
+    :class:`SpringerFileSource`.
+    """
+    if sources is None:
+        from ..operations.fileset import default_file_sources
+
+        sources = default_file_sources()
+    table: Mapping[type, Service] = {
+        SemanticScholarFileSource: Service.SEMANTIC_SCHOLAR,
+        CrossrefFileSource: Service.CROSSREF,
+        SpringerFileSource: Service.SPRINGER_META,
+    }
+    return frozenset(table[type(s)] for s in sources if type(s) in table)
+
+
+def for_fetchers(
+    fetchers: Sequence[Fetcher] | None, credentials: Mapping[str, object] | None
+) -> frozenset[Service]:
+    """Return the services to prime for ``fetch_bodies`` with ``fetchers`` (``None``: the ladder).
+
+    Crossref, when the ladder holds an :class:`ElsevierFetcher` (exactly that
+    class) and ``credentials['elsevier_api_key']`` is usable: that rung looks
+    up every DOI it reaches in Crossref. Nothing otherwise.
+    """
+    if usable_credential(credentials, "elsevier_api_key") is None:
+        return frozenset()
+    if fetchers is None:
+        from ..operations.ladder import default_fetchers
+
+        fetchers = default_fetchers()
+    if any(type(f) is ElsevierFetcher for f in fetchers):
+        return frozenset({Service.CROSSREF})
+    return frozenset()
+
+
+def for_related() -> frozenset[Service]:
+    """Return the services to prime for ``related``: Crossref (bioRxiv stays per article)."""
+    return frozenset({Service.CROSSREF})
+
+
+# -- watching the bulk exchanges ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Exchange:
+    url: str
+    params: Mapping[str, str | int] = field(repr=False)  # may hold a key
+    payload: Any = field(repr=False)
+    response: httpx.Response = field(repr=False)
+
+
+@dataclass
+class _Witness:
+    """Forwards a bulk lookup's requests to a session scope and keeps every exchange.
+
+    The bulk lookups report a chunk that was answered but unusable (a 400, a
+    misaligned body) the same way as an answer that lacks an article; the
+    exchanges let :func:`prime` tell the two apart and prime absence only for
+    articles a well-formed answer covered.
+    """
+
+    http: Session
+    exchanges: list[_Exchange] = field(default_factory=list, repr=False)
+
+    @property
+    def contact(self) -> str | None:
+        """The session's contact email."""
+        return self.http.contact
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+        follow_redirects: bool = False,
+    ) -> httpx.Response:
+        """Issue the GET through the session and remember its answer."""
+        response = await self.http.get(
+            url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
+        )
+        self.exchanges.append(_Exchange(url, dict(params or {}), None, response))
+        return response
+
+    async def post(
+        self,
+        url: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+    ) -> httpx.Response:
+        """Issue the POST through the session and remember its answer."""
+        response = await self.http.post(url, json=json, params=params, headers=headers, rate=rate)
+        self.exchanges.append(_Exchange(url, dict(params or {}), json, response))
+        return response
+
+    def covered(self, keys_of: Callable[[_Exchange], Iterable[str]]) -> frozenset[str]:
+        """Return the keys every exchange answered well (``keys_of`` reads one exchange)."""
+        found: set[str] = set()
+        for exchange in self.exchanges:
+            found.update(keys_of(exchange))
+        return frozenset(found)
+
+
+def _body(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        return None
+
+
+def _s2_key(wire: str) -> str:
+    # The batch's comparison form of an id it sent (see s2_batch_key): DOIs case-folded.
+    kind, _, value = wire.partition(":")
+    return f"DOI:{doi_key(value)}" if kind == "DOI" else wire
+
+
+def _s2_covered(exchange: _Exchange) -> list[str]:
+    ids = exchange.payload.get("ids") if isinstance(exchange.payload, dict) else None
+    if exchange.url != S2_BATCH_URL or not isinstance(ids, list):
+        return []
+    body = _body(exchange.response) if exchange.response.status_code == 200 else None
+    if not isinstance(body, list) or len(body) != len(ids):
+        return []
+    return [_s2_key(str(wire)) for wire in ids]
+
+
+def _crossref_covered(exchange: _Exchange) -> list[str]:
+    status = exchange.response.status_code
+    if exchange.url == CROSSREF_LIST_URL:
+        body = json_object(exchange.response) if status == 200 else None
+        message = body.get("message") if body is not None else None
+        if not isinstance(message, dict) or not isinstance(message.get("items"), list):
+            return []
+        clauses = str(exchange.params.get("filter", "")).split(",")
+        return [doi_key(c.removeprefix("doi:")) for c in clauses if c.startswith("doi:")]
+    if exchange.url.startswith(CROSSREF_WORKS_URL):
+        # A lone DOI is asked at the single-work endpoint; a 404 there is an answer too.
+        body = json_object(exchange.response) if status == 200 else None
+        if status == 404 or (body is not None and isinstance(body.get("message"), dict)):
+            doi = urllib.parse.unquote(exchange.url.removeprefix(CROSSREF_WORKS_URL))
+            return [doi_key(doi)]
+    return []
+
+
+def _springer_covered(exchange: _Exchange) -> list[str]:
+    if exchange.url != SPRINGER_META_URL or exchange.response.status_code != 200:
+        return []
+    body = _body(exchange.response)
+    if not isinstance(body, dict) or not isinstance(body.get("records"), list):
+        return []
+    query = str(exchange.params.get("q", ""))
+    # Several DOIs are OR-ed (with a page size); a lone one is the whole query.
+    terms = query.split(" OR ") if "p" in exchange.params else [query]
+    return [doi_key(t.removeprefix("doi:")) for t in terms if t.startswith("doi:")]
+
+
+# -- priming -------------------------------------------------------------------------------------
+
+
+def _respond(
+    session: Session,
+    request: GetRequest,
+    status: int,
+    content: bytes,
+    headers: tuple[tuple[str, str], ...],
+) -> str:
+    entry = CachedResponse(status_code=status, headers=headers, content=content, url=request.url)
+    return session.prime(
+        "GET", request.url, params=request.params, headers=request.headers, response=entry
+    )
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _fail(session: Session, request: GetRequest, reason: str) -> str:
+    return session.prime(
+        "GET", request.url, params=request.params, headers=request.headers, failure=reason
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Lookup:
+    """One service's bulk answer for a step's bundles, and what its exchanges covered."""
+
+    result: BulkResult[dict[str, Any]]
+    covered: frozenset[str]
+    reason: str
+
+
+async def _look_up(
+    session: Session,
+    run: Callable[[_Witness], Awaitable[BulkResult[dict[str, Any]]]],
+    covered: Callable[[_Exchange], Iterable[str]],
+    what: str,
+) -> _Lookup:
+    async with session.scope() as scope:
+        witness = _Witness(scope)
+        result = await run(witness)
+        failures = scope.failures
+    reason = f"{failures[0] if failures else 'no answer after retries'} ({what})"
+    return _Lookup(result, witness.covered(covered), reason)
+
+
+async def _prime_s2(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    api_key = usable_credential(credentials, "semantic_scholar_api_key")
+    found = await _look_up(
+        session,
+        lambda http: s2_batch_records(bundles, http, api_key=api_key),
+        _s2_covered,
+        "Semantic Scholar batch",
+    )
+    for i, ids in enumerate(bundles):
+        request = s2_paper_request(ids, fields=_S2_FIELDS, api_key=api_key)
+        batch_key = s2_batch_key(ids)
+        if request is None or batch_key is None:
+            continue
+        record = found.result.values[i]
+        if i in found.result.abandoned:
+            keys.append(_fail(session, request, found.reason))
+        elif record is not None:
+            # The single-paper answer carries paperId and the fields asked for.
+            single = {"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)}
+            keys.append(_respond(session, request, 200, _json_bytes(single), _JSON))
+        elif batch_key.key in found.covered:
+            paper_id = request.url.removeprefix(S2_PAPER_URL)
+            missing = {"error": f"Paper with id {paper_id} not found"}
+            keys.append(_respond(session, request, 404, _json_bytes(missing), _JSON))
+
+
+def _crossref_requests(ids: ArticleIds, contact: str | None) -> list[GetRequest]:
+    """The per-article work requests for a bundle: its DOI as held, and in canonical form.
+
+    The file source and the Elsevier rung ask with the bundle's DOI, relations
+    with the parsed one; in a parsed frame the two coincide.
+    """
+    if ids.doi is None:
+        return []
+    forms = [ids.doi]
+    with contextlib.suppress(ValueError):
+        forms.append(parse_doi(ids.doi))
+    requests: list[GetRequest] = []
+    seen: set[str] = set()
+    for doi in forms:
+        try:
+            request = crossref_work_request(doi, contact)
+        except ValueError:
+            continue
+        if request.url not in seen:
+            seen.add(request.url)
+            requests.append(request)
+    return requests
+
+
+async def _prime_crossref(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    found = await _look_up(
+        session,
+        lambda http: crossref_batch_records(bundles, http),
+        _crossref_covered,
+        "Crossref works list",
+    )
+    for i, ids in enumerate(bundles):
+        batch_key = crossref_batch_key(ids)
+        if batch_key is None:
+            continue
+        record = found.result.values[i]
+        for request in _crossref_requests(ids, session.contact):
+            if i in found.result.abandoned:
+                keys.append(_fail(session, request, found.reason))
+            elif record is not None:
+                work = {"status": "ok", "message-type": "work", "message": record}
+                keys.append(_respond(session, request, 200, _json_bytes(work), _JSON))
+            elif batch_key.key in found.covered:
+                keys.append(_respond(session, request, 404, b"Resource not found.", _TEXT))
+
+
+async def _prime_springer(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    api_key = usable_credential(credentials, "springer_meta_api_key")
+    if api_key is None:
+        return  # the per-article source makes no request without a key
+    found = await _look_up(
+        session,
+        lambda http: springer_batch_records(bundles, http, credentials=credentials),
+        _springer_covered,
+        "Springer Meta query",
+    )
+    for i, ids in enumerate(bundles):
+        batch_key = springer_batch_key(ids)
+        if batch_key is None:
+            continue
+        request = springer_meta_request(batch_key.wire, api_key)
+        record = found.result.values[i]
+        if i in found.result.abandoned:
+            keys.append(_fail(session, request, found.reason))
+        elif record is not None:
+            answer = {"records": [record], "facets": []}
+            keys.append(_respond(session, request, 200, _json_bytes(answer), _JSON))
+        elif batch_key.key in found.covered:
+            empty: dict[str, Any] = {"records": [], "facets": []}
+            keys.append(_respond(session, request, 200, _json_bytes(empty), _JSON))
+
+
+_PRIMERS: Final = {
+    Service.SEMANTIC_SCHOLAR: _prime_s2,
+    Service.CROSSREF: _prime_crossref,
+    Service.SPRINGER_META: _prime_springer,
+}
+
+
+async def prime(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    services: Iterable[Service],
+    *,
+    credentials: Mapping[str, object] | None = None,
+    into: list[str] | None = None,
+) -> list[str]:
+    """Run the bulk lookups of ``services`` for ``bundles`` and prime ``session`` with them.
+
+    The services (different hosts) are asked at once; each paces itself
+    through the session. Returns the primed request keys (for
+    :meth:`~litfetch_df.Session.unprime`), appended to ``into`` as they are
+    primed when given (so an interrupted call leaves nothing unaccounted for).
+    Does nothing with no bundles or no services, or when the private switch is
+    off. A service whose priming fails unexpectedly is logged and left to the
+    per-article path.
+    """
+    keys: list[str] = [] if into is None else into
+    chosen = [s for s in Service if s in frozenset(services)]
+    if not _ENABLED or not bundles or not chosen:
+        return keys
+    creds = dict(credentials or {})
+
+    async def one(service: Service) -> None:
+        try:
+            await _PRIMERS[service](session, bundles, creds, keys)
+        except Exception as exc:  # an optimisation must never cost the step its answers
+            log.warning(
+                "bulk lookup for %s failed (%s); asking per article",
+                service.value,
+                type(exc).__name__,
+            )
+
+    before = len(keys)
+    await asyncio.gather(*(one(s) for s in chosen))
+    log.debug(
+        "primed %d per-article requests from bulk lookups (%s)",
+        len(keys) - before,
+        ", ".join(s.value for s in chosen),
+    )
+    return keys
+
+
+@contextlib.asynccontextmanager
+async def primed(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    services: Iterable[Service],
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> AsyncIterator[int]:
+    """Prime ``session`` for the duration of a step (see :func:`prime`); yield how many.
+
+    Every primed answer is removed on exit, also when the step fails or is
+    cancelled.
+    """
+    keys: list[str] = []
+    try:
+        await prime(session, bundles, services, credentials=credentials, into=keys)
+        yield len(keys)
+    finally:
+        session.unprime(keys)
