@@ -97,9 +97,7 @@ async def test_s3_delimited_listing_lists_version_folders(client: httpx.AsyncCli
         f"https://{HOST_S3}/", params={"list-type": "2", "prefix": "PMC7000001.", "delimiter": "/"}
     )
     root = etree.fromstring(r.content)
-    prefixes = [
-        p.text for p in root.iter(f"{S3}Prefix") if p.getparent().tag == f"{S3}CommonPrefixes"
-    ]
+    prefixes = [p.findtext(f"{S3}Prefix") for p in root.iter(f"{S3}CommonPrefixes")]
     assert len(prefixes) == 10
     assert prefixes[:3] == ["PMC7000001.1/", "PMC7000001.10/", "PMC7000001.2/"]  # S3 order
     assert root.findtext(f"{S3}Contents") is None

@@ -1,0 +1,330 @@
+"""``python -m benchmarks`` (``make bench``): speed and politeness against a fake of every upstream.
+
+The parent process serves the synthetic world (``tests/fakes/world.py``) on
+loopback with per-request latency and the per-host rate limits of
+:data:`benchmarks.model.LIMITS`; each scenario's client runs in a child
+process (``benchmarks.client``) through the public pandas surface. For each
+scenario it prints requests per host, 429s received, wall time, the lower
+bound of :mod:`benchmarks.model`, the ratio of the two and the client's peak
+RSS, and writes everything to ``benchmarks/results/latest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `tests.fakes.world` lives beside the package
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.client import SCENARIO_STEPS, WORLD_KEYS, missing_surface  # noqa: E402
+from benchmarks.corpus import generate  # noqa: E402
+from benchmarks.model import (  # noqa: E402
+    LIMITS,
+    expected_outcomes,
+    ideal_requests,
+    lower_bound,
+    marginal_requests,
+)
+from benchmarks.report import (  # noqa: E402
+    PhaseReport,
+    ScenarioReport,
+    counter_in,
+    format_scenario,
+    write_json,
+)
+from tests.fake_upstream import FakeUpstream  # noqa: E402
+from tests.fakes.world import World  # noqa: E402
+
+ALL_SCENARIOS = ("resolve", "bodies", "pipeline", "warm", "memory", "licence")
+# Which steps a scenario's headline figures cover (the rest is preparation).
+PROGRESS_EVERY = 30.0
+"""Seconds between the progress lines printed while a scenario runs."""
+
+HEADLINE = {
+    "resolve": ("resolve",),
+    "bodies": ("bodies",),
+    "pipeline": ("resolve", "bodies", "files", "licences"),
+    "warm": ("resolve", "bodies", "files", "licences"),
+    "memory": ("resolve", "bodies"),
+}
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--n", type=int, default=2000, help="rows for resolve/bodies/pipeline/warm")
+    p.add_argument("--memory-n", type=int, default=20000, help="rows for the out_dir scenario")
+    p.add_argument("--licence-n", type=int, default=20000, help="corpus size for licences")
+    p.add_argument("--latency", type=float, default=0.05, help="seconds added to every answer")
+    p.add_argument("--concurrency", type=int, default=32, help="the .lit concurrency= value")
+    p.add_argument(
+        "--scenario",
+        action="append",
+        help=f"one of {', '.join(ALL_SCENARIOS)} or 'all' (repeatable, comma lists accepted)",
+    )
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-credentials", action="store_true", help="run without publisher keys")
+    p.add_argument("--timeout", type=float, default=1800.0, help="per-scenario limit, seconds")
+    p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "latest.json"))
+    args = p.parse_args(argv)
+    chosen: list[str] = []
+    for item in args.scenario or ["all"]:
+        for name in item.split(","):
+            name = name.strip()
+            if name == "all":
+                chosen.extend(ALL_SCENARIOS)
+            elif name in ALL_SCENARIOS:
+                chosen.append(name)
+            else:
+                p.error(f"unknown scenario {name!r}; choose from {', '.join(ALL_SCENARIOS)}")
+    if "warm" in chosen and "pipeline" not in chosen:
+        chosen.insert(chosen.index("warm"), "pipeline")  # warm replays pipeline's cache
+    args.scenarios = list(dict.fromkeys(chosen))
+    return args
+
+
+def _child(
+    args: argparse.Namespace,
+    name: str,
+    n: int,
+    port: int,
+    fake: FakeUpstream | None = None,
+    **extra: str,
+) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+        result_path = Path(tmp.name)
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.client",
+        "--port",
+        str(port),
+        "--scenario",
+        name,
+        "--n",
+        str(n),
+        "--seed",
+        str(args.seed),
+        "--concurrency",
+        str(args.concurrency),
+        "--result",
+        str(result_path),
+    ]
+    if not args.no_credentials and name != "memory":
+        cmd.append("--credentials")
+    for key, value in extra.items():
+        cmd += [f"--{key.replace('_', '-')}", value]
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    try:
+        while True:
+            try:
+                proc.wait(timeout=PROGRESS_EVERY)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed > args.timeout:
+                    proc.kill()
+                    proc.wait()
+                    return {"error": f"timed out after {args.timeout:.0f} s"}
+                if fake is not None:
+                    seen = World.requests_per_host(fake).most_common(6)
+                    shown = ", ".join(f"{h}={c}" for h, c in seen) or "no requests yet"
+                    print(f"   ... {elapsed:.0f} s: {shown}", file=sys.stderr, flush=True)
+        loaded: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+        return loaded
+    except (OSError, ValueError) as exc:
+        return {"error": f"no result from the client process: {exc}"}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        result_path.unlink(missing_ok=True)
+
+
+def _window(world: World, step: str) -> tuple[float, float] | None:
+    marks = dict(world.marks)
+    start, end = marks.get(f"start:{step}"), marks.get(f"end:{step}")
+    return (start, end) if start is not None and end is not None else None
+
+
+def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) -> ScenarioReport:
+    """Serve the world, run one request-making scenario's client, and measure it."""
+    n = args.memory_n if name == "memory" else args.n
+    credentials = not args.no_credentials and name != "memory"
+    corpus = generate(n, seed=args.seed)
+    world = World(corpus.articles, keys=WORLD_KEYS)
+    fake = FakeUpstream().start()
+    world.install(fake, latency=args.latency, limits=LIMITS)
+    extra: dict[str, str] = {}
+    out_dir: Path | None = None
+    if name in ("pipeline", "warm"):
+        extra["cache"] = str(cache_dir)
+    if name == "memory":
+        out_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-out-"))
+        extra["out_dir"] = str(out_dir)
+    try:
+        result = _child(args, name, n, fake.port, fake, **extra)
+    finally:
+        fake.stop()
+        if out_dir is not None:
+            shutil.rmtree(out_dir, ignore_errors=True)
+    phases: list[PhaseReport] = []
+    windows: list[tuple[float, float]] = []
+    for phase in result.get("phases", []):
+        step = phase["step"]
+        window = _window(world, step)
+        if window is None:
+            continue
+        windows.append(window)
+        marginal = marginal_requests(corpus, SCENARIO_STEPS[name], step, credentials=credentials)
+        ideal = {} if name == "warm" else dict(marginal)
+        bound, _ = lower_bound(ideal, latency=args.latency, concurrency=args.concurrency)
+        phases.append(
+            PhaseReport(
+                step=step,
+                wall=float(phase["wall"]),
+                requests=dict(World.requests_per_host(fake, since=window[0], until=window[1])),
+                throttled=counter_in(world.throttle_log, *window),
+                ideal=ideal,
+                bound=bound,
+                outcomes=phase.get("outcomes", {}),
+            )
+        )
+    headline = [p for p in phases if p.step in HEADLINE[name]]
+    steps = HEADLINE[name]
+    ideal = {} if name == "warm" else dict(ideal_requests(corpus, steps, credentials=credentials))
+    bound, terms = lower_bound(ideal, latency=args.latency, concurrency=args.concurrency)
+    requests: dict[str, int] = {}
+    throttled: dict[str, int] = {}
+    for p in headline:
+        for h, c in p.requests.items():
+            requests[h] = requests.get(h, 0) + c
+        for h, c in p.throttled.items():
+            throttled[h] = throttled.get(h, 0) + c
+    report = ScenarioReport(
+        name=name,
+        n=n,
+        latency=args.latency,
+        concurrency=args.concurrency,
+        credentials=credentials,
+        wall=sum(p.wall for p in headline) if headline else None,
+        bound=bound,
+        requests=requests,
+        throttled=throttled,
+        ideal=ideal,
+        terms=terms,
+        peak_rss_mb=result.get("peak_rss_mb"),
+        phases=phases,
+        outcomes=result.get("outcomes", {}),
+        expected=expected_outcomes(corpus, credentials=credentials) if name != "resolve" else {},
+        error=result.get("error"),
+    )
+    if "traceback" in result:
+        report.extra["traceback"] = "\n" + result["traceback"]
+    if "out_dir_files" in result:
+        report.extra["files written to out_dir"] = result["out_dir_files"]
+    return report
+
+
+def run_licence_scenario(args: argparse.Namespace) -> ScenarioReport:
+    """Run the licence-extraction throughput scenario (no network)."""
+    result = _child(args, "licence", args.licence_n, 0)
+    wall = result.get("wall")
+    parse_wall = result.get("parse_wall")
+    report = ScenarioReport(
+        name="licence",
+        n=args.licence_n,
+        latency=0.0,
+        concurrency=1,
+        credentials=False,
+        wall=wall,
+        # the floor for a parser-based extractor: parsing the same bytes once
+        bound=float(parse_wall or 0.0),
+        requests={},
+        throttled={},
+        ideal={},
+        terms=[],
+        peak_rss_mb=result.get("peak_rss_mb"),
+        error=result.get("error"),
+    )
+    for key in (
+        "bodies",
+        "megabytes",
+        "bodies_per_second",
+        "licence_found",
+        "stated_url_checked",
+        "stated_url_agree",
+    ):
+        if key in result:
+            value = result[key]
+            report.extra[key] = round(value, 2) if isinstance(value, float) else value
+    if "traceback" in result:
+        report.extra["traceback"] = "\n" + result["traceback"]
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen scenarios, print their figures and write the JSON report."""
+    args = _parse(argv)
+    needs_accessor = any(s != "licence" for s in args.scenarios)
+    problem = missing_surface(
+        need_accessor=needs_accessor, need_licence="licence" in args.scenarios
+    )
+    if problem:
+        print(
+            f"benchmarks: cannot run yet: {problem}.\n"
+            "The benchmark drives the public surface only: `import litfetch_df` must register "
+            "df.lit (resolve, fetch_bodies, list_files, licences taking session=, progress=, "
+            "concurrency=, credentials=, out_dir=) and "
+            "litfetch_df.operations.licence.extract_source_metadata must exist.",
+            file=sys.stderr,
+        )
+        return 2
+    cache_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-cache-"))
+    reports: list[ScenarioReport] = []
+    started = time.perf_counter()
+    try:
+        for name in args.scenarios:
+            print(f"-- running {name} ...", flush=True)
+            if name == "licence":
+                report = run_licence_scenario(args)
+            else:
+                report = run_requests_scenario(args, name, cache_dir)
+            if name == "warm":
+                cold = next((r for r in reports if r.name == "pipeline"), None)
+                if cold and cold.wall and report.wall is not None:
+                    report.extra["warm / cold wall"] = f"{report.wall / cold.wall:.1%}"
+            reports.append(report)
+            print(format_scenario(report), flush=True)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    meta = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "seed": args.seed,
+        "total_seconds": time.perf_counter() - started,
+        "limits": {
+            h: {"per_second": lim.per_second, "burst": lim.burst} for h, lim in LIMITS.items()
+        },
+    }
+    write_json(reports, Path(args.json), meta)
+    print(f"-- wrote {args.json} ({meta['total_seconds']:.0f} s in all)")
+    return 1 if any(r.error for r in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""The client side of one benchmark scenario, run in its own process.
+
+The parent process (``python -m benchmarks``) serves the fake world; this
+process regenerates the same corpus from ``--n`` / ``--seed``, runs the
+scenario's steps through the public pandas surface (``df.lit``), marks each
+step's start and end on the fake's control host so the parent can attribute
+requests to steps, and writes wall times, outcome counts and its own peak RSS
+as JSON. Running the client apart keeps the server's threads off its CPU and
+out of its memory figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import resource
+import sys
+import tempfile
+import time
+import traceback
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["CONTACT", "CREDENTIALS", "SCENARIO_STEPS", "main", "missing_surface"]
+
+CONTACT = "bench@litfetch-bench.org"
+CREDENTIALS = {
+    "elsevier_api_key": "bench-elsevier-key",
+    "springer_api_key": "bench-springer-oa-key",
+    "springer_meta_api_key": "bench-springer-meta-key",
+}
+WORLD_KEYS = {
+    "elsevier": CREDENTIALS["elsevier_api_key"],
+    "springer_openaccess": CREDENTIALS["springer_api_key"],
+    "springer_meta": CREDENTIALS["springer_meta_api_key"],
+}
+
+SCENARIO_STEPS: dict[str, tuple[str, ...]] = {
+    "resolve": ("resolve",),
+    "bodies": ("resolve", "bodies"),
+    "pipeline": ("resolve", "bodies", "files", "licences"),
+    "warm": ("resolve", "bodies", "files", "licences"),
+    "memory": ("resolve", "bodies"),
+}
+
+_METHODS = {
+    "resolve": "resolve",
+    "bodies": "fetch_bodies",
+    "files": "list_files",
+    "licences": "licences",
+}
+
+
+def missing_surface(need_accessor: bool = True, need_licence: bool = False) -> str | None:
+    """Return why the library surface the benchmark drives is unavailable, or ``None``."""
+    try:
+        import pandas as pd
+
+        import litfetch_df
+    except ImportError as exc:  # pragma: no cover - the package is installed by make
+        return f"cannot import litfetch_df / pandas: {exc}"
+    if not hasattr(litfetch_df, "Session"):
+        return "litfetch_df.Session is missing"
+    if need_accessor:
+        if not hasattr(pd.DataFrame, "lit"):
+            return (
+                "`import litfetch_df` did not register the pandas `.lit` accessor "
+                "(litfetch_df.frame); the benchmark drives df.lit.resolve / fetch_bodies / "
+                "list_files / licences"
+            )
+        lit = pd.DataFrame({"doi": []}).lit
+        absent = [m for m in _METHODS.values() if not callable(getattr(lit, m, None))]
+        if absent:
+            return f"df.lit lacks {', '.join(absent)}"
+    if need_licence:
+        try:
+            module = importlib.import_module("litfetch_df.operations.licence")
+        except ImportError as exc:
+            return f"litfetch_df.operations.licence is missing: {exc}"
+        if not callable(getattr(module, "extract_source_metadata", None)):
+            return "litfetch_df.operations.licence.extract_source_metadata is missing"
+    return None
+
+
+class _ToPort(httpx.AsyncBaseTransport):
+    """Send every request to the fake on loopback, keeping the real URL's Host header."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self._inner = httpx.AsyncHTTPTransport(retries=0)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        original = request.url
+        request.url = original.copy_with(scheme="http", host="127.0.0.1", port=self._port)
+        try:
+            return await self._inner.handle_async_request(request)
+        finally:
+            request.url = original
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _factory(port: int) -> Callable[[], httpx.AsyncClient]:
+    def make() -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=_ToPort(port),
+            timeout=30.0,
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
+        )
+
+    return make
+
+
+def _mark(port: int, name: str) -> None:
+    quoted = urllib.parse.quote(name, safe="")
+    httpx.get(f"http://127.0.0.1:{port}/mark/{quoted}", headers={"Host": "bench.control"})
+
+
+def _rss_mb() -> float:
+    # ru_maxrss is in kilobytes on Linux (bytes on macOS)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def _count(frame: Any, column: str) -> int | None:
+    if column not in frame.columns:
+        return None
+    return int(frame[column].notna().sum())
+
+
+def _outcomes(frame: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"rows": len(frame)}
+    for column in (
+        "pmid",
+        "pmcid",
+        "doi",
+        "body_source",
+        "body_path",
+        "n_files",
+        "licence",
+        "access",
+    ):
+        count = _count(frame, column)
+        if count is not None:
+            out[f"non_null:{column}"] = count
+    for column in [c for c in frame.columns if str(c).endswith("_error")]:
+        out[f"errors:{column}"] = int(frame[column].notna().sum())
+    if "body_source" in frame.columns:
+        counts = frame["body_source"].value_counts(dropna=True)
+        out["body_sources"] = {str(k): int(v) for k, v in counts.items()}
+    if "n_files" in frame.columns:
+        out["files_total"] = int(frame["n_files"].fillna(0).sum())
+    if "licence_basis" in frame.columns:
+        counts = frame["licence_basis"].value_counts(dropna=True)
+        out["licence_basis"] = {str(k): int(v) for k, v in counts.items()}
+    return out
+
+
+def run_steps(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the scenario's steps over the corpus frame; return per-step walls and outcomes."""
+    import litfetch_df
+    from benchmarks.corpus import generate
+
+    frame = generate(args.n, seed=args.seed).frame
+    session = litfetch_df.Session(
+        client_factory=_factory(args.port),
+        contact=CONTACT,
+        cache=args.cache or None,
+    )
+    common: dict[str, Any] = {
+        "session": session,
+        "progress": False,
+        "concurrency": args.concurrency,
+    }
+    if args.credentials:
+        common["credentials"] = dict(CREDENTIALS)
+    phases = []
+    started = time.perf_counter()
+    for step in SCENARIO_STEPS[args.scenario]:
+        method = getattr(frame.lit, _METHODS[step])
+        kwargs = dict(common)
+        if step == "bodies" and args.out_dir:
+            kwargs["out_dir"] = args.out_dir
+        _mark(args.port, f"start:{step}")
+        t0 = time.perf_counter()
+        frame = method(**kwargs)
+        wall = time.perf_counter() - t0
+        _mark(args.port, f"end:{step}")
+        phases.append({"step": step, "wall": wall, "outcomes": _outcomes(frame)})
+    return {
+        "phases": phases,
+        "wall": time.perf_counter() - started,
+        "outcomes": _outcomes(frame),
+        "session_requests": getattr(session, "requests_by_host", {}),
+    }
+
+
+def run_licence(args: argparse.Namespace) -> dict[str, Any]:
+    """Time ``extract_source_metadata`` over many bodies, against a bare parse of the same bytes."""
+    from litfetch_df import ELSEVIER_XML, JATS_XML, Blob, File, FileKind
+    from litfetch_df._xml import parse_xml
+    from tests.fakes.world import BodyHome, LicenceStyle, World
+
+    from .corpus import generate
+
+    extract = importlib.import_module("litfetch_df.operations.licence").extract_source_metadata
+    corpus = generate(args.n, seed=args.seed)
+    world = World(corpus.articles)
+    blobs = []
+    expected: list[str | None] = []
+    for a in corpus.articles:
+        if a.body is BodyHome.PMC_OA:
+            data, media = world.jats(a, version=a.pmc_versions), JATS_XML
+        elif a.body is BodyHome.EUROPE_PMC:
+            data, media = world.jats(a, doctype=False), JATS_XML
+        elif a.body is BodyHome.BOOKSHELF:
+            data, media = world.bits(a), JATS_XML
+        elif a.body is BodyHome.ELSEVIER:
+            data, media = world.elsevier_xml(a), ELSEVIER_XML
+        else:
+            continue
+        blobs.append(Blob(File(kind=FileKind.BODY, source="bench", media_type=media), data))
+        xlink = a.licence_style is LicenceStyle.XLINK and a.body is not BodyHome.ELSEVIER
+        expected.append(a.licence if xlink or a.body is BodyHome.ELSEVIER else None)
+    size = sum(len(b.content) for b in blobs)
+    t0 = time.perf_counter()
+    for b in blobs:
+        parse_xml(b.content)
+    parse_wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    results = [extract(b) for b in blobs]
+    wall = time.perf_counter() - t0
+    checked = [(e, r) for e, r in zip(expected, results, strict=True) if e is not None]
+    agree = sum(1 for e, r in checked if getattr(r, "licence", None) == e)
+    found = sum(1 for r in results if getattr(r, "licence", None) is not None)
+    return {
+        "bodies": len(blobs),
+        "megabytes": size / 1e6,
+        "wall": wall,
+        "parse_wall": parse_wall,
+        "bodies_per_second": len(blobs) / wall if wall else None,
+        "licence_found": found,
+        "stated_url_checked": len(checked),
+        "stated_url_agree": agree,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one scenario's client side and write its JSON result to ``--result``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.client")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--cache", default="")
+    parser.add_argument("--out-dir", default="")
+    parser.add_argument("--credentials", action="store_true")
+    parser.add_argument("--result", required=True)
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"scenario": args.scenario}
+    try:
+        if args.scenario == "licence":
+            result.update(run_licence(args))
+        else:
+            if args.scenario == "memory" and not args.out_dir:
+                args.out_dir = tempfile.mkdtemp(prefix="litfetch-bench-out-")
+            result.update(run_steps(args))
+            if args.out_dir:
+                files = [p for p in Path(args.out_dir).rglob("*") if p.is_file()]
+                result["out_dir_files"] = len(files)
+    except Exception as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        result["traceback"] = traceback.format_exc(limit=8)
+    result["peak_rss_mb"] = _rss_mb()
+    Path(args.result).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return 0 if "error" not in result else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
