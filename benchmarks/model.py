@@ -83,9 +83,16 @@ RATES: dict[str, float] = {
     HOST_OPENALEX: 10.0,
     HOST_CROSSREF: _rate("CROSSREF", 10.0),
     HOST_EBI: _rate("EUROPE_PMC", 20.0),
-    HOST_UNPAYWALL: 100.0,
+    # Unpaywall publishes a daily quota (100,000 calls) but no per-second limit, so the
+    # pace the library commits to is the limit a polite client works against.
+    HOST_UNPAYWALL: _rate("UNPAYWALL", 50.0),
 }
-"""Requests per second each rate-limited host of the fake allows (its physical limit)."""
+"""Requests per second each rate-limited host of the fake allows (its physical limit).
+
+Services that publish a limit (NCBI, Semantic Scholar, OpenAlex) use theirs; for those
+that do not (Crossref's current polite pool, Europe PMC, Unpaywall), the library's own
+pacing is the limit the fake enforces.
+"""
 
 CAPS: dict[str, int] = {HOST_S2: 1, HOST_CROSSREF: 5}
 """Most requests a host accepts in flight at once (Crossref caps concurrency; S2 is serial)."""
