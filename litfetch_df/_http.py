@@ -45,7 +45,7 @@ class Rate(enum.Enum):
     DEFAULT = (0.0, 0, "default")
     NCBI_UNKEYED = (0.34, 0, "ncbi")
     NCBI_KEYED = (0.1, 0, "ncbi-keyed")
-    S2_UNKEYED = (1.05, 1, "s2")
+    S2_UNKEYED = (1.0, 1, "s2")
     S2_KEYED = (0.1, 0, "s2-keyed")
     OPENALEX = (0.1, 0, "openalex")
     EUROPE_PMC = (0.05, 0, "europepmc")

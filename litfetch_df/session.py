@@ -84,6 +84,10 @@ def default_user_agent(contact: str | None) -> str:
 @dataclass
 class _HostState:
     last_start: float = float("-inf")
+    # When the last request to a serial host (max_in_flight == 1) was answered: its
+    # next request starts one interval after that, so however late the previous one
+    # reached the server, the server never sees two closer than the interval.
+    last_end: float = float("-inf")
     paused_until: float = float("-inf")
     gate: asyncio.Semaphore | None = None
     # A semaphore that ever made a task wait is bound to that event loop; a session
@@ -537,6 +541,7 @@ class Session:
                     )
                 finally:
                     if gate is not None:
+                        state.last_end = time.monotonic()
                         gate.release()
             except httpx.TransportError as exc:
                 if last:
@@ -580,7 +585,13 @@ class Session:
     async def _wait_turn(self, state: _HostState, rate: Rate) -> None:
         # Slots are reserved in arrival order without awaiting in between, so every
         # reserved slot is at least one interval after the one before it.
-        slot = max(time.monotonic(), state.last_start + rate.min_interval, state.paused_until)
+        serial_floor = state.last_end + rate.min_interval if rate.max_in_flight == 1 else 0.0
+        slot = max(
+            time.monotonic(),
+            state.last_start + rate.min_interval,
+            state.paused_until,
+            serial_floor,
+        )
         state.last_start = slot
         while True:
             remaining = slot - time.monotonic()

@@ -339,7 +339,7 @@ def test_rates_cover_every_politeness_domain() -> None:
     assert Rate.DEFAULT.min_interval == 0.0
     assert Rate.NCBI_UNKEYED.min_interval == pytest.approx(0.34)
     assert Rate.NCBI_KEYED.min_interval == pytest.approx(0.1)
-    assert Rate.S2_UNKEYED.min_interval == pytest.approx(1.05)
+    assert Rate.S2_UNKEYED.min_interval == pytest.approx(1.0)
     assert Rate.S2_KEYED.min_interval == pytest.approx(0.1)
     assert Rate.OPENALEX.min_interval == pytest.approx(0.1)
     for rate in Rate:

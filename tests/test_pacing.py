@@ -9,6 +9,7 @@ the session has waited its turn.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -285,3 +286,31 @@ def test_a_session_can_be_reentered_on_a_new_event_loop(intervals: dict[Rate, fl
     assert asyncio.run(run()) == [200] * 7
     assert asyncio.run(run()) == [200] * 7
     assert peak == 3
+
+
+async def test_a_serial_host_counts_its_interval_from_the_previous_answer(
+    intervals: dict[Rate, float],
+) -> None:
+    """With one request in flight, a slow answer cannot squeeze the next arrival closer."""
+    interval = intervals[Rate.S2_UNKEYED] = 0.05
+    seen: list[tuple[float, float]] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        arrived = time.monotonic()
+        await asyncio.sleep(0.03)  # the server takes a while to answer
+        seen.append((arrived, time.monotonic()))
+        return httpx.Response(200, json={})
+
+    def factory() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+    async with Session(client_factory=factory) as s:
+        await asyncio.gather(
+            *(
+                s.get(f"https://api.semanticscholar.org/p/{n}", rate=Rate.S2_UNKEYED)
+                for n in range(5)
+            )
+        )
+    seen.sort()
+    for (_, previous_end), (arrived, _) in itertools.pairwise(seen):
+        assert arrived >= previous_end + interval - TOLERANCE
