@@ -144,6 +144,11 @@ class ResponseCache:
     file and a process killed at any moment leaves only whole entries. Every
     thread gets its own connection. Use the cache as a context manager, or call
     :meth:`close`; a closed cache reopens its file on the next use.
+
+    ``read_only=True`` opens an existing cache file for inspection
+    (:meth:`info`, :meth:`load`) without changing it: no directory, file or
+    schema is created and the journal mode is left as it is. :meth:`save` and
+    :meth:`clear` then fail with :class:`sqlite3.OperationalError`.
     """
 
     def __init__(
@@ -152,16 +157,23 @@ class ResponseCache:
         *,
         ttl: float | None = None,
         clock: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
         self._ttl = _check_ttl(ttl)
         self._clock = clock
-        self._path = _resolve_path(Path(os.fspath(path)).expanduser())
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._read_only = read_only
+        given = Path(os.fspath(path)).expanduser()
+        if read_only:
+            self._path = given / FILE_NAME if given.is_dir() else given
+        else:
+            self._path = _resolve_path(given)
+            self._path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._conns = _Connections()
         # Connections are closed when the cache is garbage collected, from whichever thread.
         self._finalizer = weakref.finalize(self, self._conns.close_all)
-        # Create the file, its schema and WAL mode now, so that a bad path fails here.
+        # Open the file now (creating it, its schema and WAL mode unless read-only), so
+        # that a bad path fails here.
         try:
             self._connection()
         except sqlite3.DatabaseError as exc:
@@ -342,7 +354,7 @@ class ResponseCache:
                 # closed: SQLite forbids carrying a connection across a fork.
                 conns.open, conns.pid = [], pid
                 conns.generation += 1
-        conn = _connect(self._path)
+        conn = _connect(self._path, read_only=self._read_only)
         with conns.lock:
             conns.open.append(conn)
             local.generation = conns.generation
@@ -398,20 +410,40 @@ def _resolve_path(path: Path) -> Path:
     return path / FILE_NAME
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
     # isolation_level=None: each statement commits on its own, so every write is one
     # atomic transaction and no read leaves a transaction open between calls.
     # check_same_thread=False only so that close() may close it from another thread;
     # each connection is otherwise used by the thread that opened it.
+    # Read-only: mode=rw never creates a missing file, and query_only makes SQLite refuse
+    # every write. (Not mode=ro: a read-only reader of a WAL file leaves its -wal and
+    # -shm files behind, where the last ordinary connection removes them on close.)
     conn = sqlite3.connect(
-        path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        f"{path.resolve().as_uri()}?mode=rw" if read_only else path,
+        timeout=_BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+        uri=read_only,
     )
     try:
-        _prepare(conn)
+        if read_only:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA query_only = ON")
+            if not _has_table(conn):
+                raise sqlite3.DatabaseError("it holds no litfetch_responses table")
+        else:
+            _prepare(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _has_table(conn: sqlite3.Connection) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'litfetch_responses'"
+    ).fetchone()
+    return found is not None
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
@@ -444,10 +476,7 @@ def _initialise(conn: sqlite3.Connection) -> None:
         (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if str(mode).lower() != "wal":
             log.warning("the response cache cannot use WAL mode here (journal_mode=%s)", mode)
-    present = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'litfetch_responses'"
-    ).fetchone()
-    if present is None:
+    if not _has_table(conn):
         conn.execute("BEGIN IMMEDIATE")
         try:
             for statement in _SCHEMA.split(";"):

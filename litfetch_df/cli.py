@@ -876,16 +876,18 @@ def _when(stamp: dt.datetime | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M UTC") if stamp is not None else "-"
 
 
-def _open_existing(directory: str, ttl_days: float | None) -> ResponseCache:
+def _open_existing(directory: str, ttl_days: float | None, *, read_only: bool) -> ResponseCache:
     target = _cache_file(directory)
     try:
-        return ResponseCache(target, ttl=ttl_days * 86400.0 if ttl_days else None)
+        ttl = ttl_days * 86400.0 if ttl_days else None
+        return ResponseCache(target, ttl=ttl, read_only=read_only)
     except (ValueError, OSError) as exc:
         raise CliError(EXIT_CACHE, f"cannot use cache {directory}: {_one_line(str(exc))}") from None
 
 
 def _command_cache(args: argparse.Namespace, out: IO[str]) -> int:
-    cache = _open_existing(args.dir, args.ttl)
+    # Looking changes nothing: info opens the file read-only.
+    cache = _open_existing(args.dir, args.ttl, read_only=args.cache_command == "info")
     try:
         if args.cache_command == "info":
             info = cache.info()

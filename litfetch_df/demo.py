@@ -20,14 +20,12 @@ not in cache: …`` — the build only recorded answers it could state truthfull
 from __future__ import annotations
 
 import atexit
-import contextlib
-import logging
 import math
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any, Final
@@ -118,6 +116,20 @@ def _open_cache(directory: str | os.PathLike[str]) -> ResponseCache:
     return ResponseCache(copy_demo_cache(directory), ttl=math.inf)
 
 
+class _DemoSession(Session):
+    """An offline session over the demo recording.
+
+    ``keyless_replay`` tells the ``.lit`` calls it serves to ignore the
+    package-level credentials: the recording was made without keys.
+    """
+
+    keyless_replay: Final = True
+
+
+def _replay(store: ResponseCache, **session_options: Any) -> Session:
+    return _DemoSession(contact=DEMO_CONTACT, cache=store, offline=True, **session_options)
+
+
 def demo_session(**session_options: Any) -> Session:
     """Return a not-yet-entered offline :class:`Session` that replays the demo cache.
 
@@ -125,7 +137,10 @@ def demo_session(**session_options: Any) -> Session:
     process exits. ``session_options`` go to :class:`Session` (for example
     ``timeout=``); ``contact`` is fixed to :data:`DEMO_CONTACT` and ``cache``,
     ``offline`` and ``cache_ttl`` are set here. Use it as the ``session=`` of
-    any ``.lit`` call on :func:`load_demo_export`'s frame.
+    any ``.lit`` call on :func:`load_demo_export`'s frame: those calls ignore
+    the credentials of the package options (read from the environment, say),
+    since the recording was made without keys and a key would only ask for
+    requests it does not hold; keys passed to a call itself still apply.
     """
     for fixed in ("contact", "cache", "offline", "cache_ttl"):
         if fixed in session_options:
@@ -138,7 +153,7 @@ def demo_session(**session_options: Any) -> Session:
         shutil.rmtree(directory, ignore_errors=True)
 
     atexit.register(cleanup)
-    return Session(contact=DEMO_CONTACT, cache=store, offline=True, **session_options)
+    return _replay(store, **session_options)
 
 
 async def run_pipeline(
@@ -241,22 +256,6 @@ def _print_report(result: pd.DataFrame, stream: IO[str]) -> None:
     )
 
 
-@contextlib.contextmanager
-def _quiet_log() -> Iterator[None]:
-    # The recording lacks some answers on purpose and the rows' error columns report
-    # them; logging each one too would bury the summary. A level set by the caller
-    # (the command line's -v, say) is left alone.
-    logger = logging.getLogger("litfetch_df")
-    if logger.level != logging.NOTSET:
-        yield
-        return
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(logging.NOTSET)
-
-
 def run_demo(
     output: str | os.PathLike[str] | None = None,
     *,
@@ -278,12 +277,12 @@ def run_demo(
 
     out_stream = stream if stream is not None else sys.stdout
     frame = load_demo_export()
-    with _quiet_log(), tempfile.TemporaryDirectory(prefix="litfetch-df-demo-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="litfetch-df-demo-") as tmp:
         store = _open_cache(tmp)
         try:
 
             async def main() -> pd.DataFrame:
-                async with Session(contact=DEMO_CONTACT, cache=store, offline=True) as session:
+                async with _replay(store) as session:
                     return await run_pipeline(frame, session=session, progress=progress)
 
             result = run_sync(main, name="litfetch_df-demo")

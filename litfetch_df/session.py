@@ -331,10 +331,10 @@ class Session:
         its status must be deterministic, and its ``url`` is replaced by the
         redacted request URL) or ``failure`` (a short reason: the request is
         then given up as if every retry had failed, recorded in the asking
-        scope's :attr:`failures` and raised as :class:`UpstreamUnavailable`,
-        unless the persistent cache holds an answer). Primed answers never
-        reach the persistent cache and cost no pacing. Returns the request key,
-        for :meth:`unprime`.
+        scope's :attr:`failures` and raised as :class:`UpstreamUnavailable`
+        (:class:`NotInCache` in an offline session), unless the persistent
+        cache holds an answer). Primed answers never reach the persistent cache
+        and cost no pacing. Returns the request key, for :meth:`unprime`.
         """
         if (response is None) == (failure is None):
             raise ValueError("prime() takes exactly one of response= or failure=")
@@ -470,7 +470,9 @@ class Session:
             # A stored answer (above) is a real one and beats a primed failure.
             reason = primed.failure or "no answer"
             self._note_failure(reason)
-            raise UpstreamUnavailable(
+            # Offline, the cache lacks this request's answer too: say so by the class.
+            unavailable = NotInCache if shared.offline else UpstreamUnavailable
+            raise unavailable(
                 f"{reason}: {method} {redact_url(httpx.URL(url, params=params or {}))}"
             )
         if shared.offline:

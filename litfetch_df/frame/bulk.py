@@ -53,15 +53,9 @@ from .._http import Rate, get_logger
 from ..ids import ArticleIds, doi_key, parse_doi
 from ..operations.types import Fetcher, FileSource
 from ..session import CachedResponse, Session
+from ..sources._common import GetRequest, json_object, usable_credential
 from ..sources.bulk import BulkResult
-from ..sources.crossref import (
-    CROSSREF_WORKS_URL,
-    CrossrefFileSource,
-    GetRequest,
-    crossref_work_request,
-    json_object,
-    usable_credential,
-)
+from ..sources.crossref import CROSSREF_WORKS_URL, CrossrefFileSource, crossref_work_request
 from ..sources.crossref_batch import CROSSREF_LIST_URL, crossref_batch_key, crossref_batch_records
 from ..sources.elsevier import ElsevierFetcher
 from ..sources.semantic_scholar import (
@@ -300,6 +294,33 @@ class _Lookup:
     covered: frozenset[str]
     reason: str
 
+    def prime(
+        self,
+        session: Session,
+        request: GetRequest,
+        at: tuple[int, str],
+        hit: Callable[[dict[str, Any]], bytes],
+        missing: tuple[int, bytes, tuple[tuple[str, str], ...]],
+        keys: list[str],
+    ) -> None:
+        """Prime ``request`` with what this lookup said about one bundle; ``at`` = (index, key).
+
+        Abandoned: a failure. A record: ``hit(record)`` as a 200 JSON answer.
+        No record, but a well-formed answer covered the key: ``missing``
+        (status, content, headers), the per-article "none". Otherwise nothing,
+        and the per-article request goes out as usual. The primed request's
+        key is appended to ``keys``.
+        """
+        index, key = at
+        record = self.result.values[index]
+        if index in self.result.abandoned:
+            keys.append(_fail(session, request, self.reason))
+        elif record is not None:
+            keys.append(_respond(session, request, 200, hit(record), _JSON))
+        elif key in self.covered:
+            status, content, headers = missing
+            keys.append(_respond(session, request, status, content, headers))
+
 
 async def _look_up(
     session: Session,
@@ -333,17 +354,18 @@ async def _prime_s2(
         batch_key = s2_batch_key(ids)
         if request is None or batch_key is None:
             continue
-        record = found.result.values[i]
-        if i in found.result.abandoned:
-            keys.append(_fail(session, request, found.reason))
-        elif record is not None:
+        missing = {"error": f"Paper with id {request.url.removeprefix(S2_PAPER_URL)} not found"}
+        found.prime(
+            session,
+            request,
+            (i, batch_key.key),
             # The single-paper answer carries paperId and the fields asked for.
-            single = {"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)}
-            keys.append(_respond(session, request, 200, _json_bytes(single), _JSON))
-        elif batch_key.key in found.covered:
-            paper_id = request.url.removeprefix(S2_PAPER_URL)
-            missing = {"error": f"Paper with id {paper_id} not found"}
-            keys.append(_respond(session, request, 404, _json_bytes(missing), _JSON))
+            lambda record: _json_bytes(
+                {"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)}
+            ),
+            (404, _json_bytes(missing), _JSON),
+            keys,
+        )
 
 
 def _crossref_requests(ids: ArticleIds, contact: str | None) -> list[GetRequest]:
@@ -386,15 +408,17 @@ async def _prime_crossref(
         batch_key = crossref_batch_key(ids)
         if batch_key is None:
             continue
-        record = found.result.values[i]
         for request in _crossref_requests(ids, session.contact):
-            if i in found.result.abandoned:
-                keys.append(_fail(session, request, found.reason))
-            elif record is not None:
-                work = {"status": "ok", "message-type": "work", "message": record}
-                keys.append(_respond(session, request, 200, _json_bytes(work), _JSON))
-            elif batch_key.key in found.covered:
-                keys.append(_respond(session, request, 404, b"Resource not found.", _TEXT))
+            found.prime(
+                session,
+                request,
+                (i, batch_key.key),
+                lambda record: _json_bytes(
+                    {"status": "ok", "message-type": "work", "message": record}
+                ),
+                (404, b"Resource not found.", _TEXT),
+                keys,
+            )
 
 
 async def _prime_springer(
@@ -416,16 +440,14 @@ async def _prime_springer(
         batch_key = springer_batch_key(ids)
         if batch_key is None:
             continue
-        request = springer_meta_request(batch_key.wire, api_key)
-        record = found.result.values[i]
-        if i in found.result.abandoned:
-            keys.append(_fail(session, request, found.reason))
-        elif record is not None:
-            answer = {"records": [record], "facets": []}
-            keys.append(_respond(session, request, 200, _json_bytes(answer), _JSON))
-        elif batch_key.key in found.covered:
-            empty: dict[str, Any] = {"records": [], "facets": []}
-            keys.append(_respond(session, request, 200, _json_bytes(empty), _JSON))
+        found.prime(
+            session,
+            springer_meta_request(batch_key.wire, api_key),
+            (i, batch_key.key),
+            lambda record: _json_bytes({"records": [record], "facets": []}),
+            (200, _json_bytes({"records": [], "facets": []}), _JSON),
+            keys,
+        )
 
 
 _PRIMERS: Final = {

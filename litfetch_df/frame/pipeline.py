@@ -55,7 +55,7 @@ from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
 from . import bulk
 from .columns import CANONICAL, IdColumns, bundle_key, detect_id_columns, parse_rows
-from .options import Options, effective
+from .options import Options, effective, get_options
 from .outdir import OutDir
 from .progress import Progress
 
@@ -80,6 +80,7 @@ log = get_logger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
+T = TypeVar("T")
 
 RESOLVE_CHUNK: Final = 1000
 """Distinct bundles per batch-resolver call: a multiple of every bundled resolver's cap."""
@@ -101,7 +102,10 @@ class CallOptions(TypedDict, total=False):
     """Keyword configuration every ``.lit`` method accepts.
 
     ``session``: an open or not-yet-entered :class:`Session` to run on (its
-    contact, cache and timeout then apply); ``contact``, ``credentials``,
+    contact, cache and timeout then apply; on a session whose
+    ``keyless_replay`` attribute is true, such as
+    :func:`~litfetch_df.demo.demo_session`'s, the package-level credentials
+    are ignored); ``contact``, ``credentials``,
     ``concurrency``, ``progress``, ``cache``, ``offline``, ``timeout``: see
     :class:`~litfetch_df.frame.options.Options`; ``pmid``, ``pmcid``,
     ``doi``, ``bookid``: the column holding that id kind, when its name is
@@ -155,6 +159,14 @@ def _join(*parts: str | None) -> str | None:
     return "; ".join(kept) if kept else None
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _no_label(value: object) -> str | None:
+    return None
+
+
 # -- the engine room -------------------------------------------------------------------------
 
 
@@ -184,8 +196,8 @@ async def run_units(
     session: Session,
     concurrency: int,
     progress: Progress,
-    empty: Callable[[R], bool] = lambda value: value is None,
-    label: Callable[[R], str | None] = lambda value: None,
+    empty: Callable[[R], bool] = _is_none,
+    label: Callable[[R], str | None] = _no_label,
 ) -> dict[K, Outcome[R]]:
     """Run ``work(scope, key)`` once per key, ``concurrency`` at a time, each in its own scope.
 
@@ -220,6 +232,12 @@ def _split(config: CallOptions) -> tuple[Session | None, Options, dict[str, Hash
     cfg: dict[str, Any] = dict(config)
     session = cfg.pop("session", None)
     explicit = {k: cfg.pop(k) for k in CANONICAL if k in cfg}
+    if getattr(session, "keyless_replay", False):
+        # The session replays a recording made without keys (the demo's): a key from the
+        # package options would only ask for requests the recording does not hold. Keys
+        # given to this very call still apply.
+        drop: dict[str, object] = {key: None for key in get_options().credentials}
+        cfg["credentials"] = {**drop, **dict(cfg.get("credentials") or {})}
     if session is not None:
         clash = [k for k in _SESSION_LEVEL if cfg.get(k) is not None]
         if clash:
@@ -365,6 +383,60 @@ def _progress(ctx: _Ctx, total: int, desc: str) -> Progress:
     return Progress(total, desc=desc, enabled=ctx.options.progress)
 
 
+async def _run(
+    ctx: _Ctx,
+    units: Mapping[K, int],
+    work: Callable[[Session, K], Awaitable[R]],
+    desc: str,
+    *,
+    empty: Callable[[R], bool] = _is_none,
+    label: Callable[[R], str | None] = _no_label,
+) -> dict[K, Outcome[R]]:
+    """:func:`run_units` on the step's session and concurrency, under a progress bar ``desc``."""
+    with _progress(ctx, sum(units.values()), desc) as bar:
+        return await run_units(
+            units,
+            work,
+            session=ctx.session,
+            concurrency=ctx.options.concurrency,
+            progress=bar,
+            empty=empty,
+            label=label,
+        )
+
+
+async def _bundle_step(
+    base: pd.DataFrame,
+    plan: _Plan,
+    ctx: _Ctx,
+    work: Callable[[Session, ArticleIds], Awaitable[R]],
+    cells: Callable[[Any], Mapping[str, object]],
+    dtypes: Mapping[str, str],
+    error_column: str,
+    *,
+    desc: str,
+    services: frozenset[bulk.Service] = frozenset(),
+    credentials: Mapping[str, object] | None = None,
+    empty: Callable[[R], bool] = _is_none,
+    label: Callable[[R], str | None] = _no_label,
+) -> pd.DataFrame:
+    """Run ``work`` once per distinct id bundle of ``plan`` and add the step's columns to ``base``.
+
+    Bulk lookups for ``services`` prime the session first (see
+    :mod:`litfetch_df.frame.bulk`); each unit then gets its bundle's first
+    row's ids. A row's cells come from ``cells`` of its unit's value (never
+    called with ``None``).
+    """
+    counts, first, row_key = _units(plan)
+
+    async def unit(http: Session, key: ArticleIds) -> R:
+        return await work(http, first[key])
+
+    async with bulk.primed(ctx.session, list(first.values()), services, credentials=credentials):
+        outcomes = await _run(ctx, counts, unit, desc, empty=empty, label=label)
+    return _fill(base, plan, lambda i: outcomes.get(row_key[i]), cells, dtypes, error_column)
+
+
 # -- resolve ----------------------------------------------------------------------------------
 
 
@@ -409,15 +481,7 @@ async def _resolve(
         )
 
     chunk_rows = {i: sum(counts[k] for k in chunk) for i, chunk in enumerate(chunks)}
-    with _progress(ctx, sum(chunk_rows.values()), "resolve") as bar:
-        outcomes = await run_units(
-            chunk_rows,
-            work,
-            session=ctx.session,
-            concurrency=ctx.options.concurrency,
-            progress=bar,
-            empty=lambda _: False,
-        )
+    outcomes = await _run(ctx, chunk_rows, work, "resolve", empty=lambda _: False)
     per_key: dict[ArticleIds, Outcome[ArticleIds]] = {}
     for index, chunk in enumerate(chunks):
         outcome = outcomes[index]
@@ -523,12 +587,10 @@ async def fetch_bodies(
     async with _context(config or {}) as ctx:
         base = await _ensure_resolved(frame, ctx, resolve, resolver)
         plan = _plan(base, ctx, "body_error", force)
-        counts, first, row_key = _units(plan)
         credentials = dict(ctx.options.credentials)
         out = OutDir(out_dir) if out_dir is not None else None
 
-        async def work(http: Session, key: ArticleIds) -> Blob | _Written | None:
-            ids = first[key]
+        async def work(http: Session, ids: ArticleIds) -> Blob | _Written | None:
             blob = await http.fetch_body(
                 ids, resolver=None, fetchers=fetchers, credentials=credentials
             )
@@ -543,22 +605,6 @@ async def fetch_bodies(
             if isinstance(value, Blob):
                 return value.file.source
             return value.source if value is not None else None
-
-        # With an Elsevier key, that rung looks every DOI it reaches up in Crossref:
-        # one list request per 100 DOIs answers those lookups in advance.
-        services = bulk.for_fetchers(fetchers, credentials)
-        async with bulk.primed(
-            ctx.session, list(first.values()), services, credentials=credentials
-        ):
-            with _progress(ctx, sum(counts.values()), "fetch_bodies") as bar:
-                outcomes = await run_units(
-                    counts,
-                    work,
-                    session=ctx.session,
-                    concurrency=ctx.options.concurrency,
-                    progress=bar,
-                    label=label,
-                )
 
         def cells(value: Blob | _Written) -> dict[str, object]:
             if isinstance(value, Blob):
@@ -575,13 +621,20 @@ async def fetch_bodies(
                 "body_size": value.size,
             }
 
-        return _fill(
+        return await _bundle_step(
             base,
             plan,
-            lambda i: outcomes.get(row_key[i]),
+            ctx,
+            work,
             cells,
             _BODY_PATH_DTYPES if out is not None else _BODY_DTYPES,
             "body_error",
+            desc="fetch_bodies",
+            # With an Elsevier key, that rung looks every DOI it reaches up in Crossref:
+            # one list request per 100 DOIs answers those lookups in advance.
+            services=bulk.for_fetchers(fetchers, credentials),
+            credentials=credentials,
+            label=label,
         )
 
 
@@ -678,16 +731,9 @@ async def licences(
                 return SourceMetadata()
             return await http.resolve_access(ids)
 
-        with _progress(ctx, sum(counts.values()), "licences") as bar:
-            outcomes = await run_units(
-                counts,
-                work,
-                session=ctx.session,
-                concurrency=ctx.options.concurrency,
-                progress=bar,
-                empty=lambda m: m.is_empty(),
-                label=lambda m: m.basis,
-            )
+        outcomes = await _run(
+            ctx, counts, work, "licences", empty=lambda m: m.is_empty(), label=lambda m: m.basis
+        )
 
         def cells(meta: SourceMetadata) -> dict[str, object]:
             if meta.is_empty():
@@ -721,33 +767,28 @@ async def _list_files(
 ) -> pd.DataFrame:
     base = await _ensure_resolved(frame, ctx, resolve, resolver)
     plan = _plan(base, ctx, "files_error", force)
-    counts, first, row_key = _units(plan)
     credentials = dict(ctx.options.credentials)
 
-    async def work(http: Session, key: ArticleIds) -> tuple[File, ...]:
-        return await http.list_files(
-            first[key], sources=sources, kind=kind, credentials=credentials
-        )
-
-    # Bulk lookups first: they answer the per-article requests of the sources that have a
-    # bulk form, so the per-bundle work below only asks the others.
-    services = bulk.for_file_sources(sources)
-    async with bulk.primed(ctx.session, list(first.values()), services, credentials=credentials):
-        with _progress(ctx, sum(counts.values()), "list_files") as bar:
-            outcomes = await run_units(
-                counts,
-                work,
-                session=ctx.session,
-                concurrency=ctx.options.concurrency,
-                progress=bar,
-                empty=lambda files: len(files) == 0,
-            )
+    async def work(http: Session, ids: ArticleIds) -> tuple[File, ...]:
+        return await http.list_files(ids, sources=sources, kind=kind, credentials=credentials)
 
     def cells(found: tuple[File, ...]) -> dict[str, object]:
         return {"files": tuple(found), "n_files": len(found)}
 
-    return _fill(
-        base, plan, lambda i: outcomes.get(row_key[i]), cells, _FILES_DTYPES, "files_error"
+    return await _bundle_step(
+        base,
+        plan,
+        ctx,
+        work,
+        cells,
+        _FILES_DTYPES,
+        "files_error",
+        desc="list_files",
+        # Bulk lookups first: they answer the per-article requests of the sources that
+        # have a bulk form, so the per-bundle work only asks the others.
+        services=bulk.for_file_sources(sources),
+        credentials=credentials,
+        empty=lambda files: len(files) == 0,
     )
 
 
@@ -778,32 +819,32 @@ def _ids_columns(frame: pd.DataFrame) -> dict[str, list[object]]:
     return {k: _previous(frame, k) for k in CANONICAL}
 
 
-def files_long(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return the tidy file-set of a frame that has a ``files`` column: one row per File.
+def _long(
+    frame: pd.DataFrame,
+    column: str,
+    item_type: type[T],
+    fields: Mapping[str, Callable[[T], object]],
+    dtypes: Mapping[str, str],
+) -> pd.DataFrame:
+    """Return one row per ``item_type`` item of ``frame[column]``: the row's ids, then ``fields``.
 
-    The index repeats the original row labels; columns are the row's ids
-    then :data:`FILE_COLUMNS`.
+    The index repeats the original row labels; a column's dtype is
+    ``dtypes.get(name, "string")``.
     """
     ids = _ids_columns(frame)
     labels: list[Hashable] = []
-    rows: dict[str, list[object]] = {c: [] for c in (*CANONICAL, *FILE_COLUMNS)}
-    for pos, (label, found) in enumerate(zip(frame.index, frame["files"].tolist(), strict=True)):
+    rows: dict[str, list[object]] = {c: [] for c in (*CANONICAL, *fields)}
+    for pos, (label, found) in enumerate(zip(frame.index, frame[column].tolist(), strict=True)):
         if not isinstance(found, tuple | list):
             continue
-        for f in found:
-            if not isinstance(f, File):
+        for item in found:
+            if not isinstance(item, item_type):
                 continue
             labels.append(label)
             for k in CANONICAL:
                 rows[k].append(ids[k][pos])
-            rows["kind"].append(f.kind.value)
-            rows["source"].append(f.source)
-            rows["media_type"].append(f.media_type)
-            rows["uri"].append(f.uri)
-            rows["filename"].append(f.filename)
-            rows["size_bytes"].append(f.size_bytes)
-            rows["credential_key"].append(f.credential_key)
-            rows["description"].append(f.description)
+            for name, read in fields.items():
+                rows[name].append(read(item))
     index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype)
     if isinstance(frame.index, pd.MultiIndex):
         index = (
@@ -813,10 +854,30 @@ def files_long(frame: pd.DataFrame) -> pd.DataFrame:
             if labels
             else (frame.index[:0])
         )
-    data = {
-        c: _column(v, "Int64" if c == "size_bytes" else "string", index) for c, v in rows.items()
-    }
+    data = {c: _column(v, dtypes.get(c, "string"), index) for c, v in rows.items()}
     return pd.DataFrame(data, index=index)
+
+
+# In FILE_COLUMNS order: the long frame's columns follow it.
+_FILE_FIELDS: Final[Mapping[str, Callable[[File], object]]] = {
+    "kind": lambda f: f.kind.value,
+    "source": lambda f: f.source,
+    "media_type": lambda f: f.media_type,
+    "uri": lambda f: f.uri,
+    "filename": lambda f: f.filename,
+    "size_bytes": lambda f: f.size_bytes,
+    "credential_key": lambda f: f.credential_key,
+    "description": lambda f: f.description,
+}
+
+
+def files_long(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return the tidy file-set of a frame that has a ``files`` column: one row per File.
+
+    The index repeats the original row labels; columns are the row's ids
+    then :data:`FILE_COLUMNS`.
+    """
+    return _long(frame, "files", File, _FILE_FIELDS, {"size_bytes": "Int64"})
 
 
 async def files(
@@ -920,15 +981,7 @@ async def fetch_files(
             written = await asyncio.to_thread(out.write, path, blob.content)
             return str(written), len(blob.content)
 
-        with _progress(ctx, sum(counts.values()), "fetch_files") as bar:
-            outcomes = await run_units(
-                counts,
-                work,
-                session=ctx.session,
-                concurrency=ctx.options.concurrency,
-                progress=bar,
-                label=lambda _: "written",
-            )
+        outcomes = await _run(ctx, counts, work, "fetch_files", label=lambda _: "written")
         plan = _Plan(
             bundles=tuple(ArticleIds() for _ in range(n)),
             parse_errors=tuple(parse_errors),
@@ -968,22 +1021,9 @@ async def _related(
 ) -> pd.DataFrame:
     base = await _ensure_resolved(frame, ctx, resolve, resolver)
     plan = _plan(base, ctx, "related_error", force)
-    counts, first, row_key = _units(plan)
 
-    async def work(http: Session, key: ArticleIds) -> tuple[Related, ...]:
-        return await http.related_ids(first[key])
-
-    # Crossref relations for every DOI in list requests first; bioRxiv stays per article.
-    async with bulk.primed(ctx.session, list(first.values()), bulk.for_related()):
-        with _progress(ctx, sum(counts.values()), "related") as bar:
-            outcomes = await run_units(
-                counts,
-                work,
-                session=ctx.session,
-                concurrency=ctx.options.concurrency,
-                progress=bar,
-                empty=lambda found: len(found) == 0,
-            )
+    async def work(http: Session, ids: ArticleIds) -> tuple[Related, ...]:
+        return await http.related_ids(ids)
 
     def first_doi(found: tuple[Related, ...], relation: RelationType) -> str | None:
         return next((r.ids.doi for r in found if r.relation is relation and r.ids.doi), None)
@@ -996,8 +1036,18 @@ async def _related(
             "published_doi": first_doi(found, RelationType.PUBLISHED),
         }
 
-    return _fill(
-        base, plan, lambda i: outcomes.get(row_key[i]), cells, _RELATED_DTYPES, "related_error"
+    return await _bundle_step(
+        base,
+        plan,
+        ctx,
+        work,
+        cells,
+        _RELATED_DTYPES,
+        "related_error",
+        desc="related",
+        # Crossref relations for every DOI in list requests first; bioRxiv stays per article.
+        services=bulk.for_related(),
+        empty=lambda found: len(found) == 0,
     )
 
 
@@ -1015,32 +1065,15 @@ async def related(
         return await _related(frame, ctx, resolver=resolver, resolve=resolve, force=force)
 
 
+_RELATION_FIELDS: Final[Mapping[str, Callable[[Related], object]]] = {
+    "relation": lambda rel: rel.relation.value,
+    "related_doi": lambda rel: rel.ids.doi,
+}
+
+
 def relations_long(frame: pd.DataFrame) -> pd.DataFrame:
     """Return one row per relation of a frame with a ``related`` column, keyed to its index."""
-    ids = _ids_columns(frame)
-    labels: list[Hashable] = []
-    rows: dict[str, list[object]] = {c: [] for c in (*CANONICAL, "relation", "related_doi")}
-    for pos, (label, found) in enumerate(zip(frame.index, frame["related"].tolist(), strict=True)):
-        if not isinstance(found, tuple | list):
-            continue
-        for rel in found:
-            if not isinstance(rel, Related):
-                continue
-            labels.append(label)
-            for k in CANONICAL:
-                rows[k].append(ids[k][pos])
-            rows["relation"].append(rel.relation.value)
-            rows["related_doi"].append(rel.ids.doi)
-    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype)
-    if isinstance(frame.index, pd.MultiIndex):
-        index = (
-            pd.MultiIndex.from_tuples(
-                cast(list[tuple[Hashable, ...]], labels), names=frame.index.names
-            )
-            if labels
-            else (frame.index[:0])
-        )
-    return pd.DataFrame({c: _column(v, "string", index) for c, v in rows.items()}, index=index)
+    return _long(frame, "related", Related, _RELATION_FIELDS, {})
 
 
 async def relations(

@@ -14,6 +14,7 @@ import httpx
 from .._http import Http, get_logger
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds
+from ..sources._common import failure_level
 from .types import FileSource
 
 __all__ = ["default_file_sources", "fetch_file", "list_files"]
@@ -53,7 +54,7 @@ async def _list_one(
         return tuple(await source.list_files(article_ids, credentials=credentials, http=http))
     except httpx.HTTPError as exc:
         # One host failing must not cost the files the others found.
-        log.warning("file source %s failed: %s", source.name, type(exc).__name__)
+        log.log(failure_level(exc), "file source %s failed: %s", source.name, type(exc).__name__)
         return ()
 
 
@@ -116,7 +117,9 @@ async def fetch_file(
         try:
             return await source.fetch_file(file, credentials=credentials, http=http)
         except httpx.HTTPError as exc:
-            log.warning("fetching a %s file failed: %s", file.source, type(exc).__name__)
+            log.log(
+                failure_level(exc), "fetching a %s file failed: %s", file.source, type(exc).__name__
+            )
             return None
     log.debug("no file source is named %r", file.source)
     return None

@@ -18,6 +18,7 @@ import httpx
 from .._http import Http, get_logger, redact_url
 from ..files import Blob
 from ..ids import RESOLVABLE, ArticleIds
+from ..sources._common import failure_level
 from .types import Fetcher, Resolver
 
 __all__ = ["default_fetchers", "fetch_body"]
@@ -78,7 +79,8 @@ async def fetch_body(
         try:
             blob = await fetcher.fetch(ids, credentials=credentials, http=http)
         except httpx.HTTPError as exc:
-            log.warning(
+            log.log(
+                failure_level(exc),
                 "fetcher %s failed (%s: %s); trying the next one",
                 name,
                 type(exc).__name__,
@@ -96,7 +98,8 @@ async def _resolve(resolver: Resolver, ids: ArticleIds, http: Http) -> ArticleId
     try:
         found = await resolver(ids, http)
     except httpx.HTTPError as exc:
-        log.warning(
+        log.log(
+            failure_level(exc),
             "resolver failed (%s: %s); continuing with the ids given",
             type(exc).__name__,
             redact_url(str(exc)),

@@ -5,7 +5,8 @@ resolvable id. For a whole corpus, the batch resolvers collapse N lookups into
 ``ceil(distinct / cap)`` requests per service, and :func:`chain_batch` feeds
 each only the elements still missing something.
 
-Every batch resolver here follows one recipe (:func:`_resolve_keyed`): key each
+Every batch resolver here follows one recipe (:func:`_resolve_keyed`, built on
+the bulk lookups' :func:`~litfetch_df.sources.bulk.bulk_lookup`): key each
 element in the service's scheme, send each distinct key once, chunk at the
 service's cap, issue the chunks together (the session paces them; nothing here
 sleeps), fan each answer back to every index sharing its key, and report as
@@ -14,13 +15,13 @@ abandoned the still-incomplete indices of chunks that were never answered.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from .._http import Http
 from ..ids import RESOLVABLE, ArticleIds
 from ..sources import europe_pmc_search, ncbi_idconv, openalex
+from ..sources.bulk import BulkKey, bulk_lookup
 from ..sources.europe_pmc_search import EuropePmcResolver
 from ..sources.ncbi_idconv import NcbiIdConverterResolver
 from .types import BatchResolver, Resolver
@@ -81,32 +82,20 @@ async def _resolve_keyed(
     cap: int,
     alone: Callable[[str], bool] = lambda _key: False,
 ) -> tuple[list[ArticleIds], set[int]]:
-    """Run one service over ``batch``: dedupe keys, chunk, gather, fan out, merge.
+    """Run one service over ``batch`` through :func:`~litfetch_df.sources.bulk.bulk_lookup`.
 
-    ``alone(key)`` marks keys that cannot share a request (a separator inside
-    the id) and go one per request.
+    Each key is sent as it is compared; ``alone(key)`` marks keys that cannot
+    share a request (a separator inside the id) and go one per request.
+    Returns the bundles merged with what the service found, and the abandoned
+    indices that are still incomplete.
     """
-    out = list(batch)
-    positions: dict[str, list[int]] = {}
-    for index, ids in enumerate(out):
-        key = key_of(ids)
-        if key is not None:
-            positions.setdefault(key, []).append(index)
-    listed = [key for key in positions if not alone(key)]
-    chunks = [listed[at : at + cap] for at in range(0, len(listed), cap)]
-    chunks += [[key] for key in positions if alone(key)]
-    answers = await asyncio.gather(*(lookup(chunk) for chunk in chunks))
-    abandoned: set[int] = set()
-    for chunk, answer in zip(chunks, answers, strict=True):
-        for key in chunk:
-            if answer is None:
-                abandoned.update(i for i in positions[key] if not out[i].has(RESOLVABLE))
-                continue
-            found = answer.get(key)
-            if found is not None:
-                for i in positions[key]:
-                    out[i] = out[i].merge(found)
-    return out, abandoned
+    keys = [None if (key := key_of(ids)) is None else BulkKey(key, key) for ids in batch]
+    result = await bulk_lookup(keys, lookup, cap=cap, alone=alone)
+    out = [
+        ids if found is None else ids.merge(found)
+        for ids, found in zip(batch, result.values, strict=True)
+    ]
+    return out, {i for i in result.abandoned if not out[i].has(RESOLVABLE)}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

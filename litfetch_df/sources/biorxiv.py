@@ -12,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-import httpx
-
 from .._http import Http, Rate, get_logger, redact_url
 from .._xml import root_name
 from ..files import JATS_XML, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path, is_preprint_doi, parse_doi
-from .crossref import json_object
+from ._common import fetch_json_object, web_url
 
 __all__ = [
     "BIORXIV_DETAILS_URL",
@@ -72,17 +70,9 @@ async def fetch_biorxiv_collection(
     path = _preprint_path(doi)
     if path is None:
         return None
-    try:
-        response = await http.get(f"{BIORXIV_DETAILS_URL}{server}/{path}", rate=Rate.DEFAULT)
-    except httpx.HTTPError as exc:
-        log.warning("%s details for %s failed: %s", server, doi, type(exc).__name__)
-        return None
-    if response.status_code != 200:
-        log.warning("%s details for %s gave HTTP %d", server, doi, response.status_code)
-        return None
-    body = json_object(response)
+    send = http.get(f"{BIORXIV_DETAILS_URL}{server}/{path}", rate=Rate.DEFAULT)
+    body = await fetch_json_object(send, f"{server} details for {doi}", logger=log)
     if body is None:
-        log.warning("%s details for %s: the answer is not JSON", server, doi)
         return None
     collection = body.get("collection")
     if not isinstance(collection, list):
@@ -132,16 +122,9 @@ async def biorxiv_published_doi(http: Http, doi: str) -> str | None:
 
 
 def _is_jats_url(url: object) -> bool:
-    if not isinstance(url, str) or not url.strip():
-        return False
-    try:
-        parsed = httpx.URL(url.strip())
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return False
-    host = parsed.host.lower()
-    return parsed.scheme in ("http", "https") and any(
-        host == h or host.endswith("." + h) for h in _JATS_HOSTS
-    )
+    parsed = web_url(url)
+    host = parsed.host.lower() if parsed is not None else ""
+    return any(host == h or host.endswith("." + h) for h in _JATS_HOSTS)
 
 
 def _curl_cffi_download(impersonate: str) -> Download | None:

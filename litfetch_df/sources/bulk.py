@@ -14,10 +14,13 @@ follows one recipe (:func:`bulk_lookup`), in the spirit of the batch resolvers:
 - a chunk that was never answered (a transport failure or a 429/5xx that
   outlived every retry) marks exactly its indices abandoned; an answered chunk
   that simply lacks a key (a ``null`` element, a DOI missing from the items, a
-  404) is absence, never abandonment.
+  404) is absence, never abandonment (:func:`chunk_answer` makes that call for
+  one chunk request).
 
 The per-service lookups live in :mod:`.semantic_scholar_batch`,
-:mod:`.crossref_batch` and :mod:`.springer_batch`; :func:`bulk_file_lister`
+:mod:`.crossref_batch` and :mod:`.springer_batch`, and the batch resolvers'
+lookups (:mod:`.ncbi_idconv`, :mod:`.europe_pmc_search`, :mod:`.openalex`)
+use the same two helpers; :func:`bulk_file_lister`
 maps a bundled per-article :class:`~litfetch_df.operations.types.FileSource`
 to its bulk form.
 """
@@ -25,13 +28,18 @@ to its bulk form.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import json
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+import httpx
 
 from .._http import BulkHttp
 from ..files import File
 from ..ids import ArticleIds
+from ._common import failure_level
 
 __all__ = [
     "BulkFileLister",
@@ -41,8 +49,10 @@ __all__ = [
     "ChunkLookup",
     "bulk_file_lister",
     "bulk_lookup",
+    "chunk_answer",
     "chunked",
     "distinct_keys",
+    "ids_by_key",
 ]
 
 T = TypeVar("T")
@@ -182,6 +192,83 @@ async def bulk_lookup(
                 for i in indices[wire]:
                     values[i] = found
     return BulkResult(tuple(values), frozenset(abandoned))
+
+
+async def chunk_answer(
+    send: Awaitable[httpx.Response],
+    what: str,
+    read: Callable[[Any], dict[str, T] | None],
+    *,
+    logger: logging.Logger,
+    transient: Collection[int] = (),
+    absent: Collection[int] = (),
+) -> dict[str, T] | None:
+    """Await one chunk's request and sort its outcome as the outcome taxonomy says.
+
+    Returns ``None`` when the chunk was never answered (its indices are then
+    abandoned): an :class:`httpx.RequestError` (a transport failure after
+    retries, an offline miss), or a 429, a 5xx or a status in ``transient``
+    that outlived the retries. Returns ``{}`` (absence, not abandonment) for a
+    status in ``absent`` (logged at DEBUG), any other non-200, a 200 body that
+    is not JSON, and a body ``read`` cannot use (``read`` returns ``None``);
+    each is logged on ``logger`` at WARNING. Otherwise returns ``read`` of the
+    decoded JSON body: each wire value answered, mapped to its answer.
+    ``what`` names the request in log lines; exception texts are never
+    logged, since a URL in them may carry a key.
+    """
+    try:
+        response = await send
+    except httpx.RequestError as exc:
+        logger.log(failure_level(exc), "%s: gave up after retries (%s)", what, type(exc).__name__)
+        return None
+    except httpx.HTTPError as exc:
+        logger.warning("%s: failed (%s)", what, type(exc).__name__)
+        return {}
+    status = response.status_code
+    if status == 429 or status >= 500 or status in transient:
+        logger.warning("%s: HTTP %d after retries", what, status)
+        return None
+    if status in absent:
+        logger.debug("%s: HTTP %d, none known", what, status)
+        return {}
+    if status != 200:
+        logger.warning("%s: HTTP %d", what, status)
+        return {}
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        logger.warning("%s: response is not JSON", what)
+        return {}
+    found = read(body)
+    if found is None:
+        logger.warning("%s: response is not in the expected shape", what)
+        return {}
+    return found
+
+
+def ids_by_key(
+    items: object,
+    wanted: Collection[str],
+    read: Callable[[Mapping[str, Any]], tuple[str, ArticleIds] | None],
+) -> dict[str, ArticleIds] | None:
+    """Merge, per wanted key, the ids the answer's ``items`` name (for a resolver's ``read``).
+
+    ``read`` maps one item (a JSON object) to ``(key, ids)`` or ``None``;
+    items that are not objects, that ``read`` rejects or whose key was not
+    asked for are skipped, and repeated keys merge in answer order. Returns
+    ``None`` when ``items`` is not a list (the answer is not in the expected
+    shape).
+    """
+    if not isinstance(items, list):
+        return None
+    found: dict[str, ArticleIds] = {}
+    for item in items:
+        parsed = read(item) if isinstance(item, Mapping) else None
+        if parsed is None or parsed[0] not in wanted:
+            continue
+        key, ids = parsed
+        found[key] = found[key].merge(ids) if key in found else ids
+    return found
 
 
 def bulk_file_lister(source: object) -> BulkFileLister | None:

@@ -8,24 +8,28 @@ the record is fetched once. The mapping from a record to files
 kept apart from the request so bulk lookups (``/works?filter=doi:…``) can reuse
 it on each item.
 
-This module also holds the small helpers the plain-URL file sources share:
-:func:`json_object`, :func:`usable_credential`, :func:`is_web_url` and
-:func:`download_file`.
+:class:`GetRequest`, :func:`json_object`, :func:`usable_credential`,
+:func:`is_web_url` and :func:`download_file` live in :mod:`._common` (shared by
+every source) and are re-exported here, where they first lived.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
-from .._http import Http, Rate, get_logger, redact_url
+from .._http import Http, Rate, get_logger
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi
 from ..metadata import Related, RelationType
+from ._common import (
+    GetRequest,
+    download_file,
+    fetch_json_object,
+    is_web_url,
+    json_object,
+    usable_credential,
+)
 
 __all__ = [
     "CROSSREF_WORKS_URL",
@@ -54,91 +58,6 @@ _RELATIONS: Final[Mapping[str, RelationType]] = {
     "has-preprint": RelationType.PREPRINT,
     "is-preprint-of": RelationType.PUBLISHED,
 }
-
-
-# -- shared helpers ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class GetRequest:
-    """Every part of a GET a per-article source issues: what :meth:`Session.get` receives.
-
-    The request builders (:func:`crossref_work_request`,
-    :func:`~.semantic_scholar.s2_paper_request`,
-    :func:`~.springer.springer_meta_request`) return one, and the sources send
-    exactly it, so a table-level caller can name the very request (its
-    :func:`~litfetch_df.session.request_key`) a source is about to make.
-    ``params`` and ``headers`` may hold a credential: the repr shows their
-    names only.
-    """
-
-    url: str
-    params: Mapping[str, str | int] | None
-    headers: Mapping[str, str] | None
-    rate: Rate
-
-    def __repr__(self) -> str:
-        params = sorted(self.params or {})
-        headers = sorted(self.headers or {})
-        return f"GetRequest({self.url!r}, params={params}, headers={headers}, rate={self.rate})"
-
-    async def send(self, http: Http) -> httpx.Response:
-        """Issue this GET through ``http`` and return the response (errors propagate)."""
-        return await http.get(self.url, params=self.params, headers=self.headers, rate=self.rate)
-
-
-def json_object(response: httpx.Response) -> dict[str, Any] | None:
-    """Return the response body as a JSON object, or ``None`` if it is not one.
-
-    An HTML error page served with 200, a truncated body or a JSON array all
-    give ``None``; the caller treats that as a definitive error and declines.
-    """
-    try:
-        data = json.loads(response.content)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError both derive from it
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def usable_credential(credentials: Mapping[str, object] | None, key: str) -> str | None:
-    """Return ``credentials[key]`` stripped, or ``None`` unless it is a non-blank string."""
-    if not credentials:
-        return None
-    value = credentials.get(key)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return value.strip()
-
-
-def is_web_url(value: object) -> bool:
-    """Return whether ``value`` is an absolute ``http``/``https`` URL with a host."""
-    if not isinstance(value, str) or not value.strip():
-        return False
-    try:
-        url = httpx.URL(value.strip())
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return False
-    return url.scheme in ("http", "https") and bool(url.host)
-
-
-async def download_file(http: Http, file: File) -> Blob | None:
-    """Download ``file.uri`` (redirects followed, no credential headers) as a :class:`Blob`.
-
-    Returns ``None`` when the file has no usable URL, on any final status
-    other than 200, and on a transport failure (logged). The Blob carries the
-    very ``file`` it was asked for.
-    """
-    if file.uri is None or not is_web_url(file.uri):
-        return None
-    try:
-        response = await http.get(file.uri, follow_redirects=True, rate=Rate.DEFAULT)
-    except httpx.HTTPError as exc:
-        log.warning("download of %s failed: %s", redact_url(file.uri), type(exc).__name__)
-        return None
-    if response.status_code != 200:
-        log.info("download of %s gave HTTP %d", redact_url(file.uri), response.status_code)
-        return None
-    return Blob(file=file, content=response.content)
 
 
 # -- the request ---------------------------------------------------------------------------
@@ -177,19 +96,10 @@ async def fetch_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
     except ValueError:
         log.warning("Crossref: not looking up an invalid DOI %r", doi)
         return None
-    try:
-        response = await request.send(http)
-    except httpx.HTTPError as exc:
-        log.warning("Crossref lookup for %s failed: %s", doi, type(exc).__name__)
+    body = await fetch_json_object(request.send(http), f"Crossref lookup for {doi}", logger=log)
+    if body is None:
         return None
-    if response.status_code == 404:
-        log.debug("Crossref has no work for %s", doi)
-        return None
-    if response.status_code != 200:
-        log.warning("Crossref lookup for %s gave HTTP %d", doi, response.status_code)
-        return None
-    body = json_object(response)
-    message = body.get("message") if body is not None else None
+    message = body.get("message")
     if not isinstance(message, dict):
         log.warning("Crossref answered %s with something that is not a work record", doi)
         return None

@@ -19,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import httpx
-
 from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ..metadata import Related
-from .bulk import BulkKey, BulkResult, bulk_lookup
-from .crossref import crossref_relations, crossref_tdm_files, crossref_work_url, json_object
+from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer
+from .crossref import (
+    crossref_relations,
+    crossref_tdm_files,
+    crossref_work_request,
+    crossref_work_url,
+)
 
 __all__ = [
     "CROSSREF_BATCH_CAP",
@@ -68,37 +71,15 @@ def crossref_batch_key(article_ids: ArticleIds) -> BulkKey | None:
     return BulkKey(key=doi_key(doi), wire=doi)
 
 
-def _unanswered(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
 async def _single(http: Http, doi: str) -> dict[str, dict[str, Any]] | None:
-    """Ask the single-work endpoint exactly as the per-article lookup does."""
-    params = {"mailto": http.contact} if http.contact else None
-    try:
-        response = await http.get(crossref_work_url(doi), params=params, rate=Rate.CROSSREF)
-    except httpx.TransportError as exc:
-        log.warning("Crossref lookup for %s gave up after retries (%s)", doi, type(exc).__name__)
-        return None
-    except httpx.HTTPError as exc:
-        log.warning("Crossref lookup for %s failed (%s)", doi, type(exc).__name__)
-        return {}
-    status = response.status_code
-    if _unanswered(status):
-        log.warning("Crossref lookup for %s: HTTP %d after retries", doi, status)
-        return None
-    if status == 404:
-        log.debug("Crossref has no work for %s", doi)
-        return {}
-    if status != 200:
-        log.warning("Crossref lookup for %s gave HTTP %d", doi, status)
-        return {}
-    body = json_object(response)
-    message = body.get("message") if body is not None else None
-    if not isinstance(message, dict):
-        log.warning("Crossref answered %s with something that is not a work record", doi)
-        return {}
-    return {doi: message}
+    """Ask the single-work endpoint with the very request the per-article lookup sends."""
+
+    def read(body: Any) -> dict[str, dict[str, Any]] | None:
+        message = body.get("message") if isinstance(body, dict) else None
+        return {doi: message} if isinstance(message, dict) else None
+
+    send = crossref_work_request(doi, http.contact).send(http)
+    return await chunk_answer(send, f"Crossref lookup for {doi}", read, logger=log, absent={404})
 
 
 async def _listed(http: Http, dois: list[str]) -> dict[str, dict[str, Any]] | None:
@@ -110,41 +91,28 @@ async def _listed(http: Http, dois: list[str]) -> dict[str, dict[str, Any]] | No
     }
     if http.contact:
         params["mailto"] = http.contact
-    what = f"Crossref works list ({len(dois)} DOIs)"
-    try:
-        response = await http.get(CROSSREF_LIST_URL, params=params, rate=Rate.CROSSREF)
-    except httpx.TransportError as exc:
-        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
-        return None
-    except httpx.HTTPError as exc:
-        log.warning("%s: failed (%s)", what, type(exc).__name__)
-        return {}
-    status = response.status_code
-    if _unanswered(status):
-        log.warning("%s: HTTP %d after retries", what, status)
-        return None
-    if status != 200:
-        log.warning("%s: HTTP %d", what, status)
-        return {}
-    body = json_object(response)
-    message = body.get("message") if body is not None else None
-    items = message.get("items") if isinstance(message, dict) else None
-    if not isinstance(items, list):
-        log.warning("%s: response is not a work list", what)
-        return {}
-    wanted = {doi_key(doi): doi for doi in dois}
-    found: dict[str, dict[str, Any]] = {}
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        try:
-            key = doi_key(parse_doi(item.get("DOI")))
-        except ValueError:
-            continue
-        doi = wanted.get(key)
-        if doi is not None and doi not in found:
-            found[doi] = item
-    return found
+
+    def read(body: Any) -> dict[str, dict[str, Any]] | None:
+        message = body.get("message") if isinstance(body, dict) else None
+        items = message.get("items") if isinstance(message, dict) else None
+        if not isinstance(items, list):
+            return None
+        wanted = {doi_key(doi): doi for doi in dois}
+        found: dict[str, dict[str, Any]] = {}
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            try:
+                key = doi_key(parse_doi(item.get("DOI")))
+            except ValueError:
+                continue
+            doi = wanted.get(key)
+            if doi is not None and doi not in found:
+                found[doi] = item
+        return found
+
+    send = http.get(CROSSREF_LIST_URL, params=params, rate=Rate.CROSSREF)
+    return await chunk_answer(send, f"Crossref works list ({len(dois)} DOIs)", read, logger=log)
 
 
 def _alone(doi: str) -> bool:

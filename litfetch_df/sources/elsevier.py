@@ -7,17 +7,15 @@ is ever sent to Elsevier, and the caller's key travels only there.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any, Final
-
-import httpx
 
 from .._http import Http, Rate, get_logger, redact_url
 from .._xml import root_name
 from ..files import ELSEVIER_XML, Blob, File, FileKind
 from ..ids import ArticleIds
-from .crossref import fetch_crossref_work, usable_credential
+from ._common import fetch_ok, usable_credential, web_url
+from .crossref import fetch_crossref_work
 
 __all__ = ["ElsevierFetcher", "elsevier_xml_link", "is_elsevier_api_url", "is_full_text"]
 
@@ -35,11 +33,8 @@ def is_elsevier_api_url(url: object) -> bool:
     This guards the API key: a URL failing it is never sent the key. Plain
     ``http`` is refused too, since the key would travel in clear text.
     """
-    if not isinstance(url, str):
-        return False
-    try:
-        parsed = httpx.URL(url.strip())
-    except (httpx.InvalidURL, TypeError, ValueError):
+    parsed = web_url(url)
+    if parsed is None:
         return False
     host = parsed.host.lower()
     return (
@@ -116,20 +111,15 @@ class ElsevierFetcher:
         if link is None:
             log.debug("Crossref links no Elsevier XML for %s", article_ids.doi)
             return None
-        try:
-            # Redirects stay off: the key header must not follow a hop to another origin.
-            response = await http.get(
-                link,
-                headers={"X-ELS-APIKey": key, "Accept": "text/xml"},
-                rate=Rate.DEFAULT,
-                follow_redirects=False,
-            )
-        except httpx.HTTPError as exc:
-            log.warning("Elsevier request %s failed: %s", redact_url(link), type(exc).__name__)
-            return None
-        if response.status_code != 200:
-            level = logging.DEBUG if response.status_code == 404 else logging.WARNING
-            log.log(level, "Elsevier gave HTTP %d for %s", response.status_code, redact_url(link))
+        # Redirects stay off: the key header must not follow a hop to another origin.
+        send = http.get(
+            link,
+            headers={"X-ELS-APIKey": key, "Accept": "text/xml"},
+            rate=Rate.DEFAULT,
+            follow_redirects=False,
+        )
+        response = await fetch_ok(send, f"Elsevier request {redact_url(link)}", logger=log)
+        if response is None:
             return None
         content = response.content
         if not is_full_text(content):

@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-import httpx
-
-from .._http import Http, Rate, get_logger, redact_url
+from .._http import Http, Rate, get_logger
 from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, Blob, File, FileKind
 from ..ids import ArticleIds, parse_bookid, parse_pmcid
+from ._common import fetch_ok
 
 __all__ = ["EUROPE_PMC_REST", "EuropePmcBookshelfFetcher", "EuropePmcFetcher"]
 
@@ -98,17 +97,8 @@ class EuropePmcBookshelfFetcher:
 
 async def _fetch_xml(http: Http, url: str, *, source: str, roots: frozenset[str]) -> Blob | None:
     """GET ``url`` and return its bytes as a JATS-typed body if the root is one of ``roots``."""
-    try:
-        response = await http.get(url, rate=Rate.EUROPE_PMC)
-    except httpx.TransportError as exc:
-        log.warning("%s: request failed: %s", source, redact_url(str(exc)))
-        return None
-    status = response.status_code
-    if status == 404:
-        log.debug("%s: not available: %s", source, url)
-        return None
-    if status != 200:
-        log.warning("%s: HTTP %d for %s", source, status, url)
+    response = await fetch_ok(http.get(url, rate=Rate.EUROPE_PMC), f"{source}: {url}", logger=log)
+    if response is None:
         return None
     content = response.content
     if not content.strip():

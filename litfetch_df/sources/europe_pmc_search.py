@@ -11,13 +11,13 @@ records through :func:`record_ids`, so per-item and batch answers agree.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
-
-import httpx
 
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
+from ._common import parsed_or_none
+from .bulk import chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
@@ -37,14 +37,11 @@ BATCH_CAP: Final = 100
 """PMIDs OR-ed into one query (keeps the GET URL short)."""
 
 
-def _parse(parser: Any, value: object) -> str | None:
+def _parse(parser: Callable[[object], str], value: object) -> str | None:
+    # Only JSON strings and integers are ids here: a float or a list is dropped.
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
-    try:
-        result: str = parser(value)
-    except ValueError:
-        return None
-    return result
+    return parsed_or_none(parser, value)
 
 
 def search_key(ids: ArticleIds) -> str | None:
@@ -99,39 +96,15 @@ async def search_pmids(http: Http, pmids: Sequence[str]) -> dict[str, ArticleIds
         "resultType": "lite",
         "pageSize": len(pmids),
     }
+
+    def read(body: Any) -> dict[str, ArticleIds] | None:
+        result_list = body.get("resultList") if isinstance(body, Mapping) else None
+        results = result_list.get("result") if isinstance(result_list, Mapping) else None
+        return ids_by_key(results, set(pmids), record_ids)
+
     what = f"Europe PMC search ({len(pmids)} PMID{'s' if len(pmids) != 1 else ''})"
-    try:
-        response = await http.get(SEARCH_URL, params=params, rate=Rate.EUROPE_PMC)
-    except httpx.RequestError as exc:
-        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
-        return None
-    status = response.status_code
-    if status == 429 or status >= 500:
-        log.warning("%s: HTTP %d after retries", what, status)
-        return None
-    if status != 200:
-        log.warning("%s: HTTP %d", what, status)
-        return {}
-    try:
-        body = response.json()
-    except ValueError:
-        log.warning("%s: response is not JSON", what)
-        return {}
-    result_list = body.get("resultList") if isinstance(body, Mapping) else None
-    results = result_list.get("result") if isinstance(result_list, Mapping) else None
-    if not isinstance(results, list):
-        return {}
-    wanted = set(pmids)
-    found: dict[str, ArticleIds] = {}
-    for record in results:
-        if not isinstance(record, Mapping):
-            continue
-        parsed = record_ids(record)
-        if parsed is None or parsed[0] not in wanted:
-            continue
-        pmid, ids = parsed
-        found[pmid] = found[pmid].merge(ids) if pmid in found else ids
-    return found
+    send = http.get(SEARCH_URL, params=params, rate=Rate.EUROPE_PMC)
+    return await chunk_answer(send, what, read, logger=log)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import httpx
-
 from .._http import Http, Rate, get_logger
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
+from ._common import parsed_or_none
+from .bulk import chunk_answer
 
 __all__ = [
     "BATCH_CAP",
@@ -51,23 +51,13 @@ def check_tool(tool: object) -> str:
     return tool
 
 
-def _valid(parser: Any, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        result: str = parser(value)
-    except ValueError:
-        return None
-    return result
-
-
 def item_key(ids: ArticleIds) -> tuple[str, str] | None:
     """Return ``(id, idtype)`` for a single-id request: the first usable of pmid, pmcid, doi.
 
     Returns ``None`` when the bundle holds none of them in a valid form.
     """
     for idtype, parser in (("pmid", parse_pmid), ("pmcid", parse_pmcid), ("doi", parse_doi)):
-        value = _valid(parser, getattr(ids, idtype))
+        value = parsed_or_none(parser, getattr(ids, idtype))
         if value is not None:
             return value, idtype
     return None
@@ -97,9 +87,9 @@ def record_ids(record: Mapping[str, Any]) -> ArticleIds | None:
     if record.get("status") == "error":
         return None
     found = ArticleIds(
-        pmid=_valid(parse_pmid, _text(record.get("pmid"))),
-        pmcid=_valid(parse_pmcid, _text(record.get("pmcid"))),
-        doi=_valid(parse_doi, _text(record.get("doi"))),
+        pmid=parsed_or_none(parse_pmid, _text(record.get("pmid"))),
+        pmcid=parsed_or_none(parse_pmcid, _text(record.get("pmcid"))),
+        doi=parsed_or_none(parse_doi, _text(record.get("doi"))),
     )
     return None if found.is_empty() else found
 
@@ -165,28 +155,14 @@ async def convert(
     contact = getattr(http, "contact", None)
     if contact:
         params["email"] = contact
+
+    def read(body: Any) -> dict[str, ArticleIds] | None:
+        records = body.get("records") if isinstance(body, Mapping) else None
+        return _correlate(records, keys) if isinstance(records, list) else None
+
     what = f"NCBI ID Converter ({len(keys)} id{'s' if len(keys) != 1 else ''})"
-    try:
-        response = await http.get(IDCONV_URL, params=params, rate=Rate.NCBI_UNKEYED)
-    except httpx.RequestError as exc:
-        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
-        return None
-    status = response.status_code
-    if status == 429 or status >= 500:
-        log.warning("%s: HTTP %d after retries", what, status)
-        return None
-    if status != 200:
-        log.warning("%s: HTTP %d", what, status)
-        return {}
-    try:
-        body = response.json()
-    except ValueError:
-        log.warning("%s: response is not JSON", what)
-        return {}
-    records = body.get("records") if isinstance(body, Mapping) else None
-    if not isinstance(records, list):
-        return {}
-    return _correlate(records, keys)
+    send = http.get(IDCONV_URL, params=params, rate=Rate.NCBI_UNKEYED)
+    return await chunk_answer(send, what, read, logger=log)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import httpx
-
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
+from ._common import parsed_or_none
+from .bulk import chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
@@ -75,16 +75,6 @@ def _last_segment(url: object) -> str | None:
     return parts[-1] if parts else None
 
 
-def _parsed(parser: Any, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        result: str = parser(value)
-    except ValueError:
-        return None
-    return result
-
-
 def work_ids(work: Mapping[str, Any]) -> tuple[str, ArticleIds] | None:
     """Return ``(lower-cased doi, ids)`` for one work, or ``None`` when it names no DOI.
 
@@ -95,12 +85,12 @@ def work_ids(work: Mapping[str, Any]) -> tuple[str, ArticleIds] | None:
     raw_ids = work.get("ids")
     id_map: Mapping[str, Any] = raw_ids if isinstance(raw_ids, Mapping) else {}
     raw_doi = work.get("doi") or id_map.get("doi")
-    doi = _parsed(parse_doi, raw_doi) if isinstance(raw_doi, str) else None
+    doi = parsed_or_none(parse_doi, raw_doi) if isinstance(raw_doi, str) else None
     if doi is None:
         return None
     return doi_key(doi), ArticleIds(
-        pmid=_parsed(parse_pmid, _last_segment(id_map.get("pmid"))),
-        pmcid=_parsed(parse_pmcid, _last_segment(id_map.get("pmcid"))),
+        pmid=parsed_or_none(parse_pmid, _last_segment(id_map.get("pmid"))),
+        pmcid=parsed_or_none(parse_pmcid, _last_segment(id_map.get("pmcid"))),
     )
 
 
@@ -129,36 +119,12 @@ async def works_by_doi(
         params["mailto"] = contact
     if api_key is not None:
         params["api_key"] = api_key
-    # Never log the URL or params here: they may carry the key.
+
+    def read(body: Any) -> dict[str, ArticleIds] | None:
+        results = body.get("results") if isinstance(body, Mapping) else None
+        return ids_by_key(results, set(dois), work_ids)
+
+    # chunk_answer logs neither the URL nor the params: they may carry the key.
     what = f"OpenAlex works filter ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
-    try:
-        response = await http.get(WORKS_URL, params=params, rate=Rate.OPENALEX)
-    except httpx.RequestError as exc:
-        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
-        return None
-    status = response.status_code
-    if status == 429 or status >= 500 or status in _TRANSIENT_EXTRA:
-        log.warning("%s: HTTP %d, not answered", what, status)
-        return None
-    if status != 200:
-        log.warning("%s: HTTP %d", what, status)
-        return {}
-    try:
-        body = response.json()
-    except ValueError:
-        log.warning("%s: response is not JSON", what)
-        return {}
-    results = body.get("results") if isinstance(body, Mapping) else None
-    if not isinstance(results, list):
-        return {}
-    wanted = set(dois)
-    found: dict[str, ArticleIds] = {}
-    for work in results:
-        if not isinstance(work, Mapping):
-            continue
-        parsed = work_ids(work)
-        if parsed is None or parsed[0] not in wanted:
-            continue
-        key, ids = parsed
-        found[key] = found[key].merge(ids) if key in found else ids
-    return found
+    send = http.get(WORKS_URL, params=params, rate=Rate.OPENALEX)
+    return await chunk_answer(send, what, read, logger=log, transient=_TRANSIENT_EXTRA)

@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-import httpx
 from lxml import etree
 
 from .._http import Http, Rate, get_logger, redact_url
 from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_pmcid_versioned
+from ._common import download_file, fetch_ok
 
 __all__ = ["BUCKET_URL", "MEDIA_TYPES", "PmcOaFetcher"]
 
@@ -132,14 +132,9 @@ class PmcOaFetcher:
         if stem is None:
             return None
         url = _object_url(f"{stem}/{stem}.xml")
-        response = await _get(http, url)
+        send = http.get(url, rate=Rate.DEFAULT)
+        response = await fetch_ok(send, f"{self.name}: {redact_url(url)}", logger=log)
         if response is None:
-            return None
-        if response.status_code == 404:
-            log.debug("pmc_oa_s3: no body object for %s", stem)
-            return None
-        if response.status_code != 200:
-            log.warning("pmc_oa_s3: HTTP %d for %s", response.status_code, redact_url(url))
             return None
         content = response.content
         if not _is_article(content):
@@ -200,13 +195,7 @@ class PmcOaFetcher:
         if not uri.startswith(BUCKET_URL + "/"):
             log.warning("pmc_oa_s3: refusing a URI outside the PMC bucket: %s", redact_url(uri))
             return None
-        response = await _get(http, uri, follow_redirects=True)
-        if response is None:
-            return None
-        if response.status_code != 200:
-            log.info("pmc_oa_s3: HTTP %d for %s", response.status_code, redact_url(uri))
-            return None
-        return Blob(file=file, content=response.content)
+        return await download_file(http, file)
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -242,27 +231,6 @@ class PmcOaFetcher:
         return f"{pmcid}.{best}"
 
 
-async def _get(
-    http: Http,
-    url: str,
-    *,
-    params: Mapping[str, str | int] | None = None,
-    follow_redirects: bool = False,
-) -> httpx.Response | None:
-    """GET through ``http``; a transport failure (after retries) is logged and gives ``None``."""
-    try:
-        return await http.get(
-            url, params=params, rate=Rate.DEFAULT, follow_redirects=follow_redirects
-        )
-    except httpx.TransportError as exc:
-        log.warning("pmc_oa_s3: request failed: %s", redact_url(str(exc)))
-        return None
-    except httpx.InvalidURL:
-        # Only reachable through a hand-made File whose URI does not parse.
-        log.warning("pmc_oa_s3: not a usable URL: %s", redact_url(url))
-        return None
-
-
 async def _list_all(http: Http, params: Mapping[str, str]) -> list[_Listing] | None:
     """Return every page of a bucket listing, or ``None`` if the first page fails.
 
@@ -276,15 +244,10 @@ async def _list_all(http: Http, params: Mapping[str, str]) -> list[_Listing] | N
         query: dict[str, str | int] = dict(params)
         if token is not None:
             query["continuation-token"] = token
-        response = await _get(http, BUCKET_URL + "/", params=query)
+        what = f"pmc_oa_s3: listing of {params.get('prefix')!r}"
+        send = http.get(BUCKET_URL + "/", params=query, rate=Rate.DEFAULT)
+        response = await fetch_ok(send, what, logger=log)
         if response is None:
-            return pages or None
-        if response.status_code != 200:
-            log.warning(
-                "pmc_oa_s3: listing of %r answered HTTP %d",
-                params.get("prefix"),
-                response.status_code,
-            )
             return pages or None
         page = _parse_listing(response.content)
         if page is None:

@@ -8,15 +8,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
-
-import httpx
 
 from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
-from .crossref import GetRequest, download_file, is_web_url, json_object, usable_credential
+from ._common import (
+    GetRequest,
+    download_file,
+    fetch_json_object,
+    is_web_url,
+    parsed_or_none,
+    usable_credential,
+    usable_text,
+)
 
 __all__ = [
     "S2_PAPER_URL",
@@ -75,7 +81,7 @@ def s2_paper_request(
     paper_id = s2_paper_id(article_ids)
     if paper_id is None:
         return None
-    key = api_key.strip() if isinstance(api_key, str) and api_key.strip() else None
+    key = usable_text(api_key)
     return GetRequest(
         url=S2_PAPER_URL + paper_id,
         params={"fields": fields},
@@ -98,22 +104,8 @@ async def fetch_s2_paper(
     request = s2_paper_request(article_ids, fields=fields, api_key=api_key)
     if request is None:
         return None
-    paper_id = request.url.removeprefix(S2_PAPER_URL)
-    try:
-        response = await request.send(http)
-    except httpx.HTTPError as exc:
-        log.warning("Semantic Scholar lookup for %s failed: %s", paper_id, type(exc).__name__)
-        return None
-    if response.status_code == 404:
-        log.debug("Semantic Scholar has no paper %s", paper_id)
-        return None
-    if response.status_code != 200:
-        log.warning("Semantic Scholar lookup for %s gave HTTP %d", paper_id, response.status_code)
-        return None
-    record = json_object(response)
-    if record is None:
-        log.warning("Semantic Scholar answered %s with something that is not JSON", paper_id)
-    return record
+    what = f"Semantic Scholar lookup for {request.url.removeprefix(S2_PAPER_URL)}"
+    return await fetch_json_object(request.send(http), what, logger=log)
 
 
 def s2_pdf_files(record: Mapping[str, Any]) -> tuple[File, ...]:
@@ -140,19 +132,10 @@ def s2_article_ids(record: Mapping[str, Any]) -> ArticleIds:
     if not isinstance(external, dict):
         return ArticleIds()
     return ArticleIds(
-        pmid=_parsed(parse_pmid, external.get("PubMed")),
-        pmcid=_parsed(parse_pmcid, external.get("PubMedCentral")),
-        doi=_parsed(parse_doi, external.get("DOI")),
+        pmid=parsed_or_none(parse_pmid, external.get("PubMed")),
+        pmcid=parsed_or_none(parse_pmcid, external.get("PubMedCentral")),
+        doi=parsed_or_none(parse_doi, external.get("DOI")),
     )
-
-
-def _parsed(parser: Callable[[object], str], value: object) -> str | None:
-    if value is None or isinstance(value, bool) or value == "":
-        return None
-    try:
-        return parser(value)
-    except ValueError:
-        return None
 
 
 class SemanticScholarFileSource:
@@ -206,7 +189,7 @@ class SemanticScholarResolver:
     __slots__ = ("_api_key",)
 
     def __init__(self, *, api_key: str | None = None) -> None:
-        self._api_key = api_key.strip() if isinstance(api_key, str) and api_key.strip() else None
+        self._api_key = usable_text(api_key)
 
     def __repr__(self) -> str:
         # Never show the key itself.

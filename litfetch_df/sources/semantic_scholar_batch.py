@@ -18,13 +18,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import httpx
-
 from .._http import BulkHttp, Http, Rate, get_logger
 from ..files import File
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi
-from .bulk import BulkKey, BulkResult, bulk_lookup
-from .crossref import usable_credential
+from ._common import usable_credential, usable_text
+from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer, distinct_keys
 from .semantic_scholar import (
     fetch_s2_paper,
     s2_article_ids,
@@ -74,55 +72,30 @@ def s2_batch_key(article_ids: ArticleIds) -> BulkKey | None:
     return BulkKey(key=paper_id, wire=paper_id)
 
 
-def _usable_key(api_key: object) -> str | None:
-    return api_key.strip() if isinstance(api_key, str) and api_key.strip() else None
-
-
 async def _post_chunk(
     http: BulkHttp, ids: list[str], key: str | None
 ) -> dict[str, dict[str, Any]] | None:
     """POST one chunk; map each id S2 knows to its record, or ``None`` if never answered."""
-    headers = {"x-api-key": key} if key else None
-    rate = Rate.S2_KEYED if key else Rate.S2_UNKEYED
+
+    def read(body: Any) -> dict[str, dict[str, Any]] | None:
+        if not isinstance(body, list) or len(body) != len(ids):
+            # Without alignment there is no safe way to tell which record answers which id.
+            return None
+        return {
+            paper_id: record
+            for paper_id, record in zip(ids, body, strict=True)
+            if isinstance(record, dict)
+        }
+
+    send = http.post(
+        S2_BATCH_URL,
+        json={"ids": ids},
+        params={"fields": S2_BATCH_FIELDS},
+        headers={"x-api-key": key} if key else None,
+        rate=Rate.S2_KEYED if key else Rate.S2_UNKEYED,
+    )
     what = f"Semantic Scholar batch ({len(ids)} id{'s' if len(ids) != 1 else ''})"
-    try:
-        response = await http.post(
-            S2_BATCH_URL,
-            json={"ids": ids},
-            params={"fields": S2_BATCH_FIELDS},
-            headers=headers,
-            rate=rate,
-        )
-    except httpx.TransportError as exc:
-        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
-        return None
-    except httpx.HTTPError as exc:
-        log.warning("%s: failed (%s)", what, type(exc).__name__)
-        return {}
-    status = response.status_code
-    if status == 429 or status >= 500:
-        log.warning("%s: HTTP %d after retries", what, status)
-        return None
-    if status == 404:
-        log.debug("%s: HTTP 404, none known", what)
-        return {}
-    if status != 200:
-        log.warning("%s: HTTP %d", what, status)
-        return {}
-    try:
-        body = response.json()
-    except ValueError:
-        log.warning("%s: response is not JSON", what)
-        return {}
-    if not isinstance(body, list) or len(body) != len(ids):
-        # Without alignment there is no safe way to tell which record answers which id.
-        log.warning("%s: response is not an array aligned with the request", what)
-        return {}
-    return {
-        paper_id: record
-        for paper_id, record in zip(ids, body, strict=True)
-        if isinstance(record, dict)
-    }
+    return await chunk_answer(send, what, read, logger=log, absent={404})
 
 
 async def _records(
@@ -130,7 +103,7 @@ async def _records(
 ) -> BulkResult[dict[str, Any]]:
     if not isinstance(http, BulkHttp):
         raise TypeError("a Semantic Scholar batch needs an Http that can post (a Session)")
-    key = _usable_key(api_key)
+    key = usable_text(api_key)
 
     async def lookup(ids: list[str]) -> dict[str, dict[str, Any]] | None:
         return await _post_chunk(http, ids, key)
@@ -193,7 +166,7 @@ class SemanticScholarBatchResolver:
     __slots__ = ("_api_key",)
 
     def __init__(self, *, api_key: str | None = None) -> None:
-        self._api_key = _usable_key(api_key)
+        self._api_key = usable_text(api_key)
 
     def __repr__(self) -> str:
         # Never show the key itself.
@@ -216,10 +189,7 @@ class SemanticScholarBatchResolver:
     async def _per_item(
         self, out: list[ArticleIds], keys: Sequence[BulkKey | None], http: Http
     ) -> list[ArticleIds]:
-        first: dict[str, int] = {}
-        for index, key in enumerate(keys):
-            if key is not None:
-                first.setdefault(key.key, index)
+        first = {key: indices[0] for key, (_wire, indices) in distinct_keys(keys).items()}
         records = await asyncio.gather(
             *(
                 fetch_s2_paper(http, out[i], fields="externalIds", api_key=self._api_key)

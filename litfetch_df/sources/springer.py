@@ -10,18 +10,17 @@ host a Meta record points at.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 import httpx
 
-from .._http import Http, Rate, get_logger, redact_url
+from .._http import Http, Rate, get_logger
 from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
-from .crossref import GetRequest
+from ._common import GetRequest, download_file, fetch_json_object, fetch_ok, usable_credential
 
 __all__ = [
     "SPRINGER_META_URL",
@@ -44,14 +43,6 @@ SPRINGER_META_URL: Final = "https://api.springernature.com/meta/v2/json"
 _ARTICLE_OPEN = re.compile(rb"<article[\s>]")
 _ARTICLE_CLOSE = b"</article>"
 _XML_DECL = b"<?xml version='1.0' encoding='UTF-8'?>\n"
-
-
-def _credential(credentials: Mapping[str, object] | None, key: str) -> str | None:
-    """Return a usable credential (a non-blank string) or ``None``."""
-    value = (credentials or {}).get(key)
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    return None
 
 
 def _doi(article_ids: ArticleIds, source: str) -> str | None:
@@ -105,7 +96,7 @@ class SpringerFetcher:
         http: Http,
     ) -> Blob | None:
         """Return the open-access JATS article for the DOI, or ``None``."""
-        key = _credential(credentials, "springer_api_key")
+        key = usable_credential(credentials, "springer_api_key")
         if key is None:
             return None
         doi = _doi(article_ids, self.name)
@@ -114,16 +105,9 @@ class SpringerFetcher:
         query = {"q": f"doi:{doi}"}
         # The recorded location reproduces the request minus the key.
         uri = str(httpx.URL(SPRINGER_OA_JATS_URL, params=query))
-        try:
-            response = await http.get(
-                SPRINGER_OA_JATS_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT
-            )
-        except httpx.TransportError as exc:
-            log.warning("springer_oa: request failed: %s", _scrub(str(exc), key))
-            return None
-        if response.status_code != 200:
-            level = log.debug if response.status_code == 404 else log.warning
-            level("springer_oa: HTTP %d for %s", response.status_code, uri)
+        send = http.get(SPRINGER_OA_JATS_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT)
+        response = await fetch_ok(send, f"{self.name}: {uri}", logger=log)
+        if response is None:
             return None
         article = extract_article(response.content)
         if article is None or b"<body" not in article:
@@ -165,7 +149,7 @@ class SpringerFileSource:
         http: Http,
     ) -> tuple[File, ...]:
         """Return the article's PDF as a one-file tuple, or ``()``."""
-        key = _credential(credentials, "springer_meta_api_key")
+        key = usable_credential(credentials, "springer_meta_api_key")
         if key is None:
             return ()
         doi = _doi(article_ids, self.name)
@@ -174,18 +158,8 @@ class SpringerFileSource:
         request = springer_meta_request(doi, key)
         # The URL as logged: the request minus the key.
         shown = str(httpx.URL(SPRINGER_META_URL, params={"q": f"doi:{doi}"}))
-        try:
-            response = await request.send(http)
-        except httpx.TransportError as exc:
-            log.warning("springer: request failed: %s", _scrub(str(exc), key))
-            return ()
-        if response.status_code != 200:
-            log.warning("springer: HTTP %d for %s", response.status_code, shown)
-            return ()
-        try:
-            data: Any = json.loads(response.content)
-        except ValueError:
-            log.warning("springer: answer is not JSON for %s", shown)
+        data = await fetch_json_object(request.send(http), f"{self.name}: {shown}", logger=log)
+        if data is None:
             return ()
         record = _first_record(data)
         if record is None:
@@ -201,20 +175,7 @@ class SpringerFileSource:
         http: Http,
     ) -> Blob | None:
         """Download ``file`` (following redirects, no key sent); ``None`` unless 200."""
-        if file.uri is None:
-            return None
-        try:
-            response = await http.get(file.uri, rate=Rate.DEFAULT, follow_redirects=True)
-        except httpx.TransportError as exc:
-            log.warning("springer: download failed: %s", redact_url(str(exc)))
-            return None
-        except httpx.InvalidURL:
-            log.warning("springer: not a usable URL: %s", redact_url(file.uri))
-            return None
-        if response.status_code != 200:
-            log.info("springer: HTTP %d for %s", response.status_code, redact_url(file.uri))
-            return None
-        return Blob(file=file, content=response.content)
+        return await download_file(http, file)
 
 
 def springer_meta_request(doi: str, api_key: str) -> GetRequest:
@@ -262,9 +223,7 @@ def springer_meta_files(
     )
 
 
-def _first_record(data: Any) -> dict[str, Any] | None:
-    if not isinstance(data, dict):
-        return None
+def _first_record(data: Mapping[str, Any]) -> dict[str, Any] | None:
     records = data.get("records")
     if not isinstance(records, list) or not records or not isinstance(records[0], dict):
         return None
@@ -288,8 +247,3 @@ def _pdf_url(record: Mapping[str, Any]) -> str | None:
             if scheme in {"http", "https"}:
                 return url
     return None
-
-
-def _scrub(text: str, key: str) -> str:
-    """Redact ``api_key=`` pairs and, belt and braces, any literal occurrence of ``key``."""
-    return redact_url(text).replace(key, "REDACTED")

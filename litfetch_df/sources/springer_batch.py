@@ -20,18 +20,15 @@ is dropped), and never in a repr.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import httpx
-
 from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
-from .bulk import BulkKey, BulkResult, bulk_lookup
-from .crossref import usable_credential
+from ._common import usable_credential
+from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer
 from .springer import SPRINGER_META_URL, springer_meta_files
 
 __all__ = [
@@ -80,45 +77,28 @@ async def _chunk(http: Http, dois: list[str], key: str) -> dict[str, dict[str, A
     if len(dois) > 1:
         params["p"] = len(dois)
     params["api_key"] = key
+
+    def read(body: Any) -> dict[str, dict[str, Any]] | None:
+        records = body.get("records") if isinstance(body, dict) else None
+        if not isinstance(records, list):
+            return None
+        if len(dois) == 1:
+            # The per-article source takes the first record of its one-DOI query.
+            first = records[0] if records and isinstance(records[0], dict) else None
+            return {dois[0]: first} if first is not None else {}
+        wanted = {doi_key(doi): doi for doi in dois}
+        found: dict[str, dict[str, Any]] = {}
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            doi = wanted.get(_record_doi(record) or "")
+            if doi is not None and doi not in found:
+                found[doi] = record
+        return found
+
     what = f"springer: Meta query ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
-    try:
-        response = await http.get(SPRINGER_META_URL, params=params, rate=Rate.DEFAULT)
-    except httpx.TransportError as exc:
-        # The exception text holds the URL, and the URL holds the key: log the type only.
-        log.warning("%s: gave up after retries (%s)", what, type(exc).__name__)
-        return None
-    except httpx.HTTPError as exc:
-        log.warning("%s: failed (%s)", what, type(exc).__name__)
-        return {}
-    status = response.status_code
-    if status == 429 or status >= 500:
-        log.warning("%s: HTTP %d after retries", what, status)
-        return None
-    if status != 200:
-        log.warning("%s: HTTP %d", what, status)
-        return {}
-    try:
-        data: Any = json.loads(response.content)
-    except ValueError:
-        log.warning("%s: answer is not JSON", what)
-        return {}
-    records = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(records, list):
-        log.warning("%s: answer has no records list", what)
-        return {}
-    if len(dois) == 1:
-        # The per-article source takes the first record of its one-DOI query.
-        first = records[0] if records and isinstance(records[0], dict) else None
-        return {dois[0]: first} if first is not None else {}
-    wanted = {doi_key(doi): doi for doi in dois}
-    found: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if not isinstance(record, dict):
-            continue
-        doi = wanted.get(_record_doi(record) or "")
-        if doi is not None and doi not in found:
-            found[doi] = record
-    return found
+    send = http.get(SPRINGER_META_URL, params=params, rate=Rate.DEFAULT)
+    return await chunk_answer(send, what, read, logger=log)
 
 
 def _alone(doi: str) -> bool:

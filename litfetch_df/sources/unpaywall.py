@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import httpx
-
 from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path
 from ..metadata import SourceMetadata
-from .crossref import download_file, is_web_url, json_object
+from ._common import download_file, fetch_json_object, is_web_url, usable_text
 
 __all__ = [
     "UNPAYWALL_URL",
@@ -35,13 +33,9 @@ UNPAYWALL_URL: Final = "https://api.unpaywall.org/v2/"
 _NAME: Final = "unpaywall"
 
 
-def _text(value: object) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
 def unpaywall_email(http: Http, email: str | None = None) -> str | None:
     """Return the email to send: ``email`` if non-blank, else the session contact, else ``None``."""
-    return _text(email) or _text(http.contact)
+    return usable_text(email) or usable_text(http.contact)
 
 
 async def fetch_unpaywall_record(
@@ -64,21 +58,8 @@ async def fetch_unpaywall_record(
     except ValueError:
         log.warning("Unpaywall: not looking up an invalid DOI %r", doi)
         return None
-    try:
-        response = await http.get(url, params={"email": address}, rate=Rate.UNPAYWALL)
-    except httpx.HTTPError as exc:
-        log.warning("Unpaywall lookup for %s failed: %s", doi, type(exc).__name__)
-        return None
-    if response.status_code == 404:
-        log.debug("Unpaywall has no record for %s", doi)
-        return None
-    if response.status_code != 200:
-        log.warning("Unpaywall lookup for %s gave HTTP %d", doi, response.status_code)
-        return None
-    record = json_object(response)
-    if record is None:
-        log.warning("Unpaywall answered %s with something that is not a JSON record", doi)
-    return record
+    send = http.get(url, params={"email": address}, rate=Rate.UNPAYWALL)
+    return await fetch_json_object(send, f"Unpaywall lookup for {doi}", logger=log)
 
 
 def _best_location(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -104,8 +85,8 @@ def unpaywall_access(record: Mapping[str, Any]) -> SourceMetadata:
     ``basis='unpaywall'`` when either is present; an empty
     :class:`SourceMetadata` when neither is.
     """
-    licence = _text(_best_location(record).get("license"))
-    access = _text(record.get("oa_status"))
+    licence = usable_text(_best_location(record).get("license"))
+    access = usable_text(record.get("oa_status"))
     if licence is None and access is None:
         return SourceMetadata()
     return SourceMetadata(licence=licence, access=access, basis="unpaywall")
