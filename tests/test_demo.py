@@ -282,3 +282,21 @@ def test_demo_session_serves_the_accessor_offline(no_network: None) -> None:
     export = demo.load_demo_export()
     resolved = LitFrameAccessor(export).resolve(session=demo.demo_session(), progress=False)
     assert resolved.loc[0, "pmcid"] == "PMC3166277"
+
+
+def test_the_bundled_demo_data_is_what_the_builder_makes_today() -> None:
+    """If a source changes the requests it sends, the replay cache must be rebuilt."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "tools" / "build_demo.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "up to date" in done.stdout + done.stderr

@@ -65,6 +65,7 @@ from litfetch_df.demo import (  # noqa: E402
     EXPORT_NAME,
     run_pipeline,
 )
+from litfetch_df.frame import bulk as frame_bulk  # noqa: E402
 from litfetch_df.frame.readers import read_pubmed  # noqa: E402
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream  # noqa: E402
 
@@ -610,14 +611,22 @@ def install(fake: FakeUpstream, facts: Facts) -> None:
 
 
 async def _record(frame: pd.DataFrame, cache: ResponseCache, fake: FakeUpstream) -> pd.DataFrame:
-    # One attempt: a 503 (no fact) is final at once and, being transient, never stored.
-    async with Session(
-        client_factory=fake.client_factory(),
-        retry=RetryPolicy(max_attempts=1),
-        contact=DEMO_CONTACT,
-        cache=cache,
-    ) as session:
-        return await run_pipeline(frame, session=session)
+    # Record the per-article requests only. We hold per-article records, never a
+    # bulk answer (a DOI-list or batch answer would also assert the absence of every
+    # DOI we know nothing about); on replay the bulk request misses and the frame
+    # falls back to these stored per-article answers.
+    bulk_was, frame_bulk._ENABLED = frame_bulk._ENABLED, False
+    try:
+        # One attempt: a 503 (no fact) is final at once and, being transient, never stored.
+        async with Session(
+            client_factory=fake.client_factory(),
+            retry=RetryPolicy(max_attempts=1),
+            contact=DEMO_CONTACT,
+            cache=cache,
+        ) as session:
+            return await run_pipeline(frame, session=session)
+    finally:
+        frame_bulk._ENABLED = bulk_was
 
 
 def _normalise(recorded: Path, target: Path) -> None:
