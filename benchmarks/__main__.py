@@ -12,6 +12,7 @@ RSS, and writes everything to ``benchmarks/results/latest.json``.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -27,8 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `tests.fakes.world` lives beside the package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.client import SCENARIO_STEPS, WORLD_KEYS, missing_surface  # noqa: E402
-from benchmarks.corpus import generate  # noqa: E402
+from benchmarks.client import (  # noqa: E402
+    SCENARIO_STEPS,
+    WORLD_KEYS,
+    missing_surface,
+    model_steps,
+)
+from benchmarks.corpus import Corpus, generate  # noqa: E402
 from benchmarks.model import (  # noqa: E402
     LIMITS,
     expected_outcomes,
@@ -46,7 +52,7 @@ from benchmarks.report import (  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.fakes.world import World  # noqa: E402
 
-ALL_SCENARIOS = ("resolve", "bodies", "pipeline", "warm", "memory", "licence")
+ALL_SCENARIOS = ("resolve", "bodies", "pipeline", "warm", "chained", "memory", "licence")
 # Which steps a scenario's headline figures cover (the rest is preparation).
 PROGRESS_EVERY = 30.0
 """Seconds between the progress lines printed while a scenario runs."""
@@ -54,8 +60,9 @@ PROGRESS_EVERY = 30.0
 HEADLINE = {
     "resolve": ("resolve",),
     "bodies": ("bodies",),
-    "pipeline": ("resolve", "bodies", "files", "licences"),
-    "warm": ("resolve", "bodies", "files", "licences"),
+    "pipeline": ("run",),
+    "warm": ("run",),
+    "chained": ("resolve", "bodies", "files", "licences"),
     "memory": ("resolve", "bodies"),
 }
 
@@ -160,6 +167,20 @@ def _window(world: World, step: str) -> tuple[float, float] | None:
     return (start, end) if start is not None and end is not None else None
 
 
+def _phase_ideal(
+    corpus: Corpus, name: str, phase: str, *, credentials: bool
+) -> collections.Counter[str]:
+    """The ideal requests one phase of a scenario adds after the phases before it."""
+    phases = SCENARIO_STEPS[name]
+    before = [s for p in phases[: phases.index(phase)] for s in model_steps(p)]
+    if len(model_steps(phase)) == 1:
+        return marginal_requests(corpus, [*before, phase], phase, credentials=credentials)
+    after = ideal_requests(corpus, [*before, *model_steps(phase)], credentials=credentials)
+    if before:
+        after.subtract(ideal_requests(corpus, before, credentials=credentials))
+    return +after
+
+
 def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) -> ScenarioReport:
     """Serve the world, run one request-making scenario's client, and measure it."""
     n = args.memory_n if name == "memory" else args.n
@@ -172,6 +193,8 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
     out_dir: Path | None = None
     if name in ("pipeline", "warm"):
         extra["cache"] = str(cache_dir)
+    if name == "chained":
+        extra["cache"] = str(cache_dir / "chained")  # cold, like pipeline: its own cache
     if name == "memory":
         out_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-out-"))
         extra["out_dir"] = str(out_dir)
@@ -189,7 +212,7 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
         if window is None:
             continue
         windows.append(window)
-        marginal = marginal_requests(corpus, SCENARIO_STEPS[name], step, credentials=credentials)
+        marginal = _phase_ideal(corpus, name, step, credentials=credentials)
         ideal = {} if name == "warm" else dict(marginal)
         bound, _ = lower_bound(ideal, latency=args.latency, concurrency=args.concurrency)
         phases.append(
@@ -204,7 +227,7 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
             )
         )
     headline = [p for p in phases if p.step in HEADLINE[name]]
-    steps = HEADLINE[name]
+    steps = [s for phase in HEADLINE[name] for s in model_steps(phase)]
     ideal = {} if name == "warm" else dict(ideal_requests(corpus, steps, credentials=credentials))
     bound, terms = lower_bound(ideal, latency=args.latency, concurrency=args.concurrency)
     requests: dict[str, int] = {}

@@ -26,7 +26,15 @@ from typing import Any
 
 import httpx
 
-__all__ = ["CONTACT", "CREDENTIALS", "SCENARIO_STEPS", "main", "missing_surface"]
+__all__ = [
+    "CONTACT",
+    "CREDENTIALS",
+    "PIPELINE_STEPS",
+    "SCENARIO_STEPS",
+    "main",
+    "missing_surface",
+    "model_steps",
+]
 
 CONTACT = "bench@litfetch-bench.org"
 CREDENTIALS = {
@@ -40,20 +48,35 @@ WORLD_KEYS = {
     "springer_meta": CREDENTIALS["springer_meta_api_key"],
 }
 
+PIPELINE_STEPS: tuple[str, ...] = ("resolve", "bodies", "files", "licences")
+"""The steps of the full pipeline (``benchmarks.model`` step names)."""
+
 SCENARIO_STEPS: dict[str, tuple[str, ...]] = {
     "resolve": ("resolve",),
     "bodies": ("resolve", "bodies"),
-    "pipeline": ("resolve", "bodies", "files", "licences"),
-    "warm": ("resolve", "bodies", "files", "licences"),
+    "pipeline": ("run",),
+    "warm": ("run",),
+    "chained": PIPELINE_STEPS,
     "memory": ("resolve", "bodies"),
 }
+"""The phases each scenario's client runs and marks, in order.
+
+``run`` is one ``df.lit.run()`` call doing every step of :data:`PIPELINE_STEPS`
+in one pass; the other phases are one chained ``.lit`` method each.
+"""
 
 _METHODS = {
     "resolve": "resolve",
     "bodies": "fetch_bodies",
     "files": "list_files",
     "licences": "licences",
+    "run": "run",
 }
+
+
+def model_steps(phase: str) -> tuple[str, ...]:
+    """Return the ``benchmarks.model`` steps a client phase does (``run``: the whole pipeline)."""
+    return PIPELINE_STEPS if phase == "run" else (phase,)
 
 
 def missing_surface(need_accessor: bool = True, need_licence: bool = False) -> str | None:
@@ -185,8 +208,10 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
     for step in SCENARIO_STEPS[args.scenario]:
         method = getattr(frame.lit, _METHODS[step])
         kwargs = dict(common)
-        if step == "bodies" and args.out_dir:
+        if step in ("bodies", "run") and args.out_dir:
             kwargs["out_dir"] = args.out_dir
+        if step == "run":
+            kwargs["steps"] = PIPELINE_STEPS
         _mark(args.port, f"start:{step}")
         t0 = time.perf_counter()
         frame = method(**kwargs)

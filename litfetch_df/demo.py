@@ -71,6 +71,9 @@ EXPORT_NAME: Final = "pubmed-demo.csv"
 CACHE_NAME: Final = "responses.sqlite3"
 """File name of the bundled replay cache."""
 
+PIPELINE_STEPS: Final = ("resolve", "bodies", "files", "licences", "related")
+"""The steps the demo runs: all of them."""
+
 # Every credentials key set to None: merged over the package options this removes any key
 # read from the environment, so the demo sends exactly the requests that were recorded.
 NO_CREDENTIALS: Final[Mapping[str, object]] = {key: None for key in ENV_CREDENTIALS.values()}
@@ -164,21 +167,15 @@ async def run_pipeline(
 ) -> pd.DataFrame:
     """Run resolve, bodies, file-sets, licences and relations on ``frame``; return the result.
 
-    This is exactly the sequence of requests the demo cache was recorded
-    from (``tools/build_demo.py`` calls it too), so keep the two in step.
-    ``session`` must be open (``async with``). Credentials from the
+    One :meth:`~litfetch_df.frame.accessor.LitFrameAccessor.run` call does
+    them all. This is exactly the set of requests the demo cache was
+    recorded from (``tools/build_demo.py`` calls it too), so keep the two in
+    step. ``session`` must be open (``async with``). Credentials from the
     environment are ignored, so a replay asks for what was recorded.
     """
-    common: dict[str, Any] = {
-        "session": session,
-        "progress": progress,
-        "credentials": NO_CREDENTIALS,
-    }
-    out = await LitFrameAccessor(frame).resolve_async(**common)
-    out = await LitFrameAccessor(out).fetch_bodies_async(resolve=False, **common)
-    out = await LitFrameAccessor(out).list_files_async(resolve=False, **common)
-    out = await LitFrameAccessor(out).licences_async(resolve=False, **common)
-    return await LitFrameAccessor(out).related_async(resolve=False, **common)
+    return await LitFrameAccessor(frame).run_async(
+        PIPELINE_STEPS, session=session, progress=progress, credentials=NO_CREDENTIALS
+    )
 
 
 def _short(value: object, width: int) -> object:

@@ -12,14 +12,14 @@ access.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar, Unpack
 
 import pandas as pd
 
 from ..files import FileKind
 from ..operations.types import BatchResolver, Fetcher, FileSource
-from . import pipeline
+from . import onepass, pipeline
 from .bridge import run_sync
 from .columns import IdColumns, detect_id_columns, kind_of_name, sniff_kind
 from .pipeline import CallOptions
@@ -70,6 +70,76 @@ class LitFrameAccessor:
     async def summary_async(self) -> pd.DataFrame:
         """Awaitable twin of :meth:`summary` (it sends no request)."""
         return summarise(self._frame)
+
+    # -- everything in one pass -----------------------------------------------------------
+
+    async def run_async(
+        self,
+        steps: str | Iterable[str] = onepass.DEFAULT_STEPS,
+        *,
+        fetchers: Sequence[Fetcher] | None = None,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        resolver: BatchResolver | None = None,
+        out_dir: str | os.PathLike[str] | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Awaitable twin of :meth:`run`."""
+        return await onepass.run(
+            self._frame,
+            steps=onepass.parse_steps(steps),
+            fetchers=fetchers,
+            sources=sources,
+            kind=_kind(kind),
+            resolver=resolver,
+            out_dir=out_dir,
+            force=force,
+            config=config,
+        )
+
+    def run(
+        self,
+        steps: str | Iterable[str] = onepass.DEFAULT_STEPS,
+        *,
+        fetchers: Sequence[Fetcher] | None = None,
+        sources: Sequence[FileSource] | None = None,
+        kind: FileKind | str | None = None,
+        resolver: BatchResolver | None = None,
+        out_dir: str | os.PathLike[str] | None = None,
+        force: bool = False,
+        **config: Unpack[CallOptions],
+    ) -> pd.DataFrame:
+        """Return a new frame with every asked step's columns, worked out in one pass.
+
+        ``steps``: any of ``'resolve'``, ``'bodies'``, ``'files'``,
+        ``'licences'``, ``'related'`` (in any order, or one comma-separated
+        string; default: the first four). The result has exactly the columns
+        and values of the chained calls (``resolve()``, ``fetch_bodies()``,
+        ``list_files()``, ``licences()``, ``related()``), but each distinct id
+        bundle does all its steps together, so every host is busy at once and
+        a record two steps read (Unpaywall's) is fetched once. ``resolve``
+        runs first; without it the ids are read as they stand. ``fetchers``
+        and ``out_dir`` are the bodies step's, ``sources`` and ``kind`` the
+        file-set's. Calling it again on the result retries, per step, only
+        the rows that step abandoned (``force=True``: every row). Raises
+        :class:`ValueError` for an unknown step.
+        """
+        chosen = onepass.parse_steps(steps)  # a bad step fails here, before any request
+        return _run(
+            lambda: self.run_async(
+                chosen,
+                fetchers=fetchers,
+                sources=sources,
+                kind=kind,
+                resolver=resolver,
+                out_dir=out_dir,
+                force=force,
+                **config,
+            ),
+            config,
+            "run",
+        )
 
     # -- resolve -------------------------------------------------------------------------
 
@@ -423,6 +493,19 @@ class LitSeriesAccessor:
     def _lit(self, kind: str | None) -> tuple[LitFrameAccessor, dict[str, Any]]:
         frame, explicit = self._frame(kind)
         return LitFrameAccessor(frame), explicit
+
+    def run(self, *args: Any, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Run the asked steps in one pass; see :meth:`LitFrameAccessor.run`.
+
+        ``kind`` is the Series' id kind here (the file-set filter is not available).
+        """
+        lit, explicit = self._lit(kind)
+        return lit.run(*args, **{**kwargs, **explicit})
+
+    async def run_async(self, *args: Any, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        """Awaitable twin of :meth:`run`."""
+        lit, explicit = self._lit(kind)
+        return await lit.run_async(*args, **{**kwargs, **explicit})
 
     def resolve(self, *, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
         """Resolve the ids; see :meth:`LitFrameAccessor.resolve`."""

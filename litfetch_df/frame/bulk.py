@@ -72,6 +72,7 @@ __all__ = [
     "for_fetchers",
     "for_file_sources",
     "for_related",
+    "may_prime",
     "prime",
     "primed",
 ]
@@ -138,6 +139,22 @@ def for_fetchers(
 def for_related() -> frozenset[Service]:
     """Return the services to prime for ``related``: Crossref (bioRxiv stays per article)."""
     return frozenset({Service.CROSSREF})
+
+
+_PRIMED_URLS: Final[Mapping[Service, str]] = {
+    Service.SEMANTIC_SCHOLAR: S2_PAPER_URL,
+    Service.CROSSREF: CROSSREF_WORKS_URL,
+    Service.SPRINGER_META: SPRINGER_META_URL,
+}
+
+
+def may_prime(service: Service, url: str) -> bool:
+    """Return whether a per-article request to ``url`` is one ``service``'s bulk lookup primes.
+
+    A request that says ``True`` is worth holding back until that lookup is
+    in: sent before, it would cost a request the lookup answers anyway.
+    """
+    return url.startswith(_PRIMED_URLS[service])
 
 
 # -- watching the bulk exchanges ---------------------------------------------------------------

@@ -47,7 +47,7 @@ from typing import Any, Final, Generic, TypedDict, TypeVar, cast
 import numpy as np
 import pandas as pd
 
-from .._http import UpstreamUnavailable, get_logger, redact_text
+from .._http import Http, UpstreamUnavailable, get_logger, redact_text
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds
 from ..metadata import Related, RelationType, SourceMetadata
@@ -170,6 +170,32 @@ def _no_label(value: object) -> str | None:
 # -- the engine room -------------------------------------------------------------------------
 
 
+async def _attempt(
+    scope: Session,
+    call: Callable[[], Awaitable[R]],
+    empty: Callable[[R], bool],
+    *,
+    since: int = 0,
+) -> Outcome[R]:
+    """Await ``call`` and tell how it ended, judging abandonment from ``scope``'s failures.
+
+    Only the failures recorded from index ``since`` on count: a scope that
+    serves several steps in turn (see :mod:`litfetch_df.frame.onepass`)
+    judges each step by its own requests.
+    """
+    try:
+        value = await call()
+    except UpstreamUnavailable as exc:
+        return Outcome(error=f"abandoned: {_short(str(exc))}")
+    except Exception as exc:
+        log.warning("unit failed: %s: %s", type(exc).__name__, _short(str(exc)))
+        return Outcome(error=f"error: {type(exc).__name__}: {_short(str(exc))}")
+    failures = scope.failures[since:]
+    if empty(value) and failures:
+        return Outcome(error=f"abandoned: {_short(failures[0])}")
+    return Outcome(value=value)
+
+
 async def _run_one(
     session: Session,
     key: K,
@@ -177,16 +203,7 @@ async def _run_one(
     empty: Callable[[R], bool],
 ) -> Outcome[R]:
     async with session.scope() as scope:
-        try:
-            value = await work(scope, key)
-        except UpstreamUnavailable as exc:
-            return Outcome(error=f"abandoned: {_short(str(exc))}")
-        except Exception as exc:
-            log.warning("unit failed: %s: %s", type(exc).__name__, _short(str(exc)))
-            return Outcome(error=f"error: {type(exc).__name__}: {_short(str(exc))}")
-        if empty(value) and scope.failures:
-            return Outcome(error=f"abandoned: {_short(scope.failures[0])}")
-        return Outcome(value=value)
+        return await _attempt(scope, lambda: work(scope, key), empty)
 
 
 async def run_units(
@@ -567,6 +584,69 @@ _BODY_PATH_DTYPES: Final = {
 }
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Bodies:
+    """How the bodies step fetches one bundle's body and turns it into cells."""
+
+    fetchers: Sequence[Fetcher] | None
+    credentials: Mapping[str, object]
+    out: OutDir | None
+
+    @property
+    def dtypes(self) -> Mapping[str, str]:
+        """The step's columns: ``body`` in memory, or ``body_path`` with an ``out_dir``."""
+        return _BODY_PATH_DTYPES if self.out is not None else _BODY_DTYPES
+
+    async def fetch(self, http: Http, ids: ArticleIds) -> Blob | None:
+        """Walk the fetcher ladder for ``ids`` (no per-row resolver: the pre-pass resolved)."""
+        from ..operations.ladder import fetch_body
+
+        return await fetch_body(
+            http, ids, resolver=None, fetchers=self.fetchers, credentials=self.credentials
+        )
+
+    async def keep(self, ids: ArticleIds, blob: Blob | None) -> Blob | _Written | None:
+        """Return the value the frame holds: the Blob, or where it was written in ``out``."""
+        if blob is None or self.out is None:
+            return blob
+        path = self.out.body_path(ids, blob.file.media_type)
+        # Disk writes leave the event loop free for the other units' requests.
+        written = await asyncio.to_thread(self.out.write, path, blob.content)
+        return _Written(str(written), blob.file.source, blob.file.media_type, len(blob.content))
+
+    async def work(self, http: Http, ids: ArticleIds) -> Blob | _Written | None:
+        """The step's unit of work: fetch, then keep."""
+        return await self.keep(ids, await self.fetch(http, ids))
+
+    def services(self) -> frozenset[bulk.Service]:
+        """The bulk lookups that answer this step's per-article requests in advance."""
+        # With an Elsevier key, that rung looks every DOI it reaches up in Crossref:
+        # one list request per 100 DOIs answers those lookups in advance.
+        return bulk.for_fetchers(self.fetchers, self.credentials)
+
+
+def _body_label(value: Blob | _Written | None) -> str | None:
+    if isinstance(value, Blob):
+        return value.file.source
+    return value.source if value is not None else None
+
+
+def _body_cells(value: Blob | _Written) -> dict[str, object]:
+    if isinstance(value, Blob):
+        return {
+            "body": value,
+            "body_source": value.file.source,
+            "body_media_type": value.file.media_type,
+            "body_size": len(value.content),
+        }
+    return {
+        "body_path": value.path,
+        "body_source": value.source,
+        "body_media_type": value.media_type,
+        "body_size": value.size,
+    }
+
+
 async def fetch_bodies(
     frame: pd.DataFrame,
     *,
@@ -587,54 +667,23 @@ async def fetch_bodies(
     async with _context(config or {}) as ctx:
         base = await _ensure_resolved(frame, ctx, resolve, resolver)
         plan = _plan(base, ctx, "body_error", force)
-        credentials = dict(ctx.options.credentials)
-        out = OutDir(out_dir) if out_dir is not None else None
-
-        async def work(http: Session, ids: ArticleIds) -> Blob | _Written | None:
-            blob = await http.fetch_body(
-                ids, resolver=None, fetchers=fetchers, credentials=credentials
-            )
-            if blob is None or out is None:
-                return blob
-            path = out.body_path(ids, blob.file.media_type)
-            # Disk writes leave the event loop free for the other units' requests.
-            written = await asyncio.to_thread(out.write, path, blob.content)
-            return _Written(str(written), blob.file.source, blob.file.media_type, len(blob.content))
-
-        def label(value: Blob | _Written | None) -> str | None:
-            if isinstance(value, Blob):
-                return value.file.source
-            return value.source if value is not None else None
-
-        def cells(value: Blob | _Written) -> dict[str, object]:
-            if isinstance(value, Blob):
-                return {
-                    "body": value,
-                    "body_source": value.file.source,
-                    "body_media_type": value.file.media_type,
-                    "body_size": len(value.content),
-                }
-            return {
-                "body_path": value.path,
-                "body_source": value.source,
-                "body_media_type": value.media_type,
-                "body_size": value.size,
-            }
-
+        step = _Bodies(
+            fetchers,
+            dict(ctx.options.credentials),
+            OutDir(out_dir) if out_dir is not None else None,
+        )
         return await _bundle_step(
             base,
             plan,
             ctx,
-            work,
-            cells,
-            _BODY_PATH_DTYPES if out is not None else _BODY_DTYPES,
+            step.work,
+            _body_cells,
+            step.dtypes,
             "body_error",
             desc="fetch_bodies",
-            # With an Elsevier key, that rung looks every DOI it reaches up in Crossref:
-            # one list request per 100 DOIs answers those lookups in advance.
-            services=bulk.for_fetchers(fetchers, credentials),
-            credentials=credentials,
-            label=label,
+            services=step.services(),
+            credentials=step.credentials,
+            label=_body_label,
         )
 
 
@@ -656,6 +705,73 @@ def _extract(blob: Blob) -> SourceMetadata:
     except Exception as exc:  # unreadable bytes carry no licence; Unpaywall may still know
         log.debug("no licence from the body bytes: %s", type(exc).__name__)
         return SourceMetadata()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _LicenceInput:
+    """What one licence unit reads: the bundle, and the body bytes (or file) the row holds."""
+
+    ids: ArticleIds
+    body: Blob | str | None
+    media_type: str | None
+    source: str | None
+
+
+def _licence_body(body: object, path: object) -> tuple[Hashable, Blob | str | None]:
+    """Return a row's body for the licence step and a token naming it (rows share by token).
+
+    A Blob in ``body`` wins, then a file at ``body_path``; neither gives ``(None, None)``.
+    """
+    if isinstance(body, Blob):
+        return ("blob", id(body)), body
+    if isinstance(path, str | os.PathLike):
+        where = os.fspath(cast("str | os.PathLike[str]", path))
+        return ("path", where), where
+    return None, None
+
+
+async def _licence_work(http: Http, item: _LicenceInput) -> SourceMetadata:
+    """Terms from the body bytes when they state them, else Unpaywall's by DOI."""
+    body = item.body
+    if body is not None:
+        if isinstance(body, Blob):
+            blob = body
+        else:
+            content = await asyncio.to_thread(Path(body).read_bytes)
+            file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
+            blob = Blob(file, content)
+        meta = await asyncio.to_thread(_extract, blob)
+        if not meta.is_empty():
+            return meta
+    if item.ids.doi is None:
+        return SourceMetadata()
+    from ..operations.access import resolve_access
+
+    return await resolve_access(http, item.ids)
+
+
+def _licence_cells(meta: SourceMetadata) -> dict[str, object]:
+    if meta.is_empty():
+        return {}
+    return {"licence": meta.licence, "access": meta.access, "licence_basis": meta.basis}
+
+
+def _licence_label(meta: SourceMetadata) -> str | None:
+    return meta.basis
+
+
+def _licence_empty(meta: SourceMetadata) -> bool:
+    return meta.is_empty()
+
+
+def _warn_without_contact(method: str) -> None:
+    warnings.warn(
+        f"{method}(): no contact email is set, so Unpaywall cannot be asked; rows "
+        "without licence-bearing body bytes stay NA. Pass contact='you@example.org' "
+        "or set LITFETCH_DF_CONTACT.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 async def licences(
@@ -681,70 +797,32 @@ async def licences(
         sources = _previous(base, "body_source")
 
         counts: dict[Hashable, int] = {}
-        payload: dict[Hashable, tuple[ArticleIds, Blob | str | None, str | None, str | None]] = {}
+        payload: dict[Hashable, _LicenceInput] = {}
         row_key: dict[int, Hashable] = {}
         for i in plan.todo:
-            body: Blob | str | None = None
-            token: Hashable = None
-            if isinstance(bodies[i], Blob):
-                body = bodies[i]  # type: ignore[assignment]
-                token = ("blob", id(body))
-            elif isinstance(paths[i], str | os.PathLike):
-                body = os.fspath(cast("str | os.PathLike[str]", paths[i]))
-                token = ("path", body)
+            token, body = _licence_body(bodies[i], paths[i])
             key = (bundle_key(plan.bundles[i]), token)
             row_key[i] = key
             counts[key] = counts.get(key, 0) + 1
-            payload.setdefault(
-                key,
-                (
-                    plan.bundles[i],
-                    body,
-                    _text(media[i]),
-                    _text(sources[i]),
-                ),
-            )
+            if key not in payload:
+                payload[key] = _LicenceInput(
+                    plan.bundles[i], body, _text(media[i]), _text(sources[i])
+                )
 
-        needs_unpaywall = any(p[0].doi for p in payload.values())
-        if needs_unpaywall and ctx.session.contact is None:
-            warnings.warn(
-                "licences(): no contact email is set, so Unpaywall cannot be asked; rows "
-                "without licence-bearing body bytes stay NA. Pass contact='you@example.org' "
-                "or set LITFETCH_DF_CONTACT.",
-                UserWarning,
-                stacklevel=2,
-            )
+        if ctx.session.contact is None and any(p.ids.doi for p in payload.values()):
+            _warn_without_contact("licences")
 
         async def work(http: Session, key: Hashable) -> SourceMetadata:
-            ids, body, media_type, source = payload[key]
-            if body is not None:
-                if isinstance(body, Blob):
-                    blob = body
-                else:
-                    content = await asyncio.to_thread(Path(body).read_bytes)
-                    file = File(FileKind.BODY, source or "file", media_type=media_type)
-                    blob = Blob(file, content)
-                meta = await asyncio.to_thread(_extract, blob)
-                if not meta.is_empty():
-                    return meta
-            if ids.doi is None:
-                return SourceMetadata()
-            return await http.resolve_access(ids)
+            return await _licence_work(http, payload[key])
 
         outcomes = await _run(
-            ctx, counts, work, "licences", empty=lambda m: m.is_empty(), label=lambda m: m.basis
+            ctx, counts, work, "licences", empty=_licence_empty, label=_licence_label
         )
-
-        def cells(meta: SourceMetadata) -> dict[str, object]:
-            if meta.is_empty():
-                return {}
-            return {"licence": meta.licence, "access": meta.access, "licence_basis": meta.basis}
-
         return _fill(
             base,
             plan,
             lambda i: outcomes.get(row_key[i]),
-            cells,
+            _licence_cells,
             _LICENCE_DTYPES,
             "licence_error",
         )
@@ -753,6 +831,37 @@ async def licences(
 # -- file-sets --------------------------------------------------------------------------------
 
 _FILES_DTYPES: Final = {"files": "object", "n_files": "Int64", "files_error": "string"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Files:
+    """How the file-set step lists one bundle's files."""
+
+    sources: Sequence[FileSource] | None
+    kind: FileKind | None
+    credentials: Mapping[str, object]
+
+    async def work(self, http: Http, ids: ArticleIds) -> tuple[File, ...]:
+        """The union of every source's files for ``ids``."""
+        from ..operations.fileset import list_files as list_article_files
+
+        return await list_article_files(
+            http, ids, sources=self.sources, kind=self.kind, credentials=self.credentials
+        )
+
+    def services(self) -> frozenset[bulk.Service]:
+        """The bulk lookups that answer this step's per-article requests in advance."""
+        # They answer the per-article requests of the sources that have a bulk form, so
+        # the per-bundle work only asks the others.
+        return bulk.for_file_sources(self.sources)
+
+
+def _files_cells(found: tuple[File, ...]) -> dict[str, object]:
+    return {"files": tuple(found), "n_files": len(found)}
+
+
+def _none_found(found: tuple[Any, ...]) -> bool:
+    return len(found) == 0
 
 
 async def _list_files(
@@ -767,28 +876,19 @@ async def _list_files(
 ) -> pd.DataFrame:
     base = await _ensure_resolved(frame, ctx, resolve, resolver)
     plan = _plan(base, ctx, "files_error", force)
-    credentials = dict(ctx.options.credentials)
-
-    async def work(http: Session, ids: ArticleIds) -> tuple[File, ...]:
-        return await http.list_files(ids, sources=sources, kind=kind, credentials=credentials)
-
-    def cells(found: tuple[File, ...]) -> dict[str, object]:
-        return {"files": tuple(found), "n_files": len(found)}
-
+    step = _Files(sources, kind, dict(ctx.options.credentials))
     return await _bundle_step(
         base,
         plan,
         ctx,
-        work,
-        cells,
+        step.work,
+        _files_cells,
         _FILES_DTYPES,
         "files_error",
         desc="list_files",
-        # Bulk lookups first: they answer the per-article requests of the sources that
-        # have a bulk form, so the per-bundle work only asks the others.
-        services=bulk.for_file_sources(sources),
-        credentials=credentials,
-        empty=lambda files: len(files) == 0,
+        services=step.services(),
+        credentials=step.credentials,
+        empty=_none_found,
     )
 
 
@@ -1011,6 +1111,25 @@ _RELATED_DTYPES: Final = {
 }
 
 
+async def _related_work(http: Http, ids: ArticleIds) -> tuple[Related, ...]:
+    from ..operations.relations import related_ids
+
+    return await related_ids(http, ids)
+
+
+def _first_doi(found: tuple[Related, ...], relation: RelationType) -> str | None:
+    return next((r.ids.doi for r in found if r.relation is relation and r.ids.doi), None)
+
+
+def _related_cells(found: tuple[Related, ...]) -> dict[str, object]:
+    return {
+        "related": tuple(found),
+        "n_related": len(found),
+        "preprint_doi": _first_doi(found, RelationType.PREPRINT),
+        "published_doi": _first_doi(found, RelationType.PUBLISHED),
+    }
+
+
 async def _related(
     frame: pd.DataFrame,
     ctx: _Ctx,
@@ -1021,33 +1140,18 @@ async def _related(
 ) -> pd.DataFrame:
     base = await _ensure_resolved(frame, ctx, resolve, resolver)
     plan = _plan(base, ctx, "related_error", force)
-
-    async def work(http: Session, ids: ArticleIds) -> tuple[Related, ...]:
-        return await http.related_ids(ids)
-
-    def first_doi(found: tuple[Related, ...], relation: RelationType) -> str | None:
-        return next((r.ids.doi for r in found if r.relation is relation and r.ids.doi), None)
-
-    def cells(found: tuple[Related, ...]) -> dict[str, object]:
-        return {
-            "related": tuple(found),
-            "n_related": len(found),
-            "preprint_doi": first_doi(found, RelationType.PREPRINT),
-            "published_doi": first_doi(found, RelationType.PUBLISHED),
-        }
-
     return await _bundle_step(
         base,
         plan,
         ctx,
-        work,
-        cells,
+        _related_work,
+        _related_cells,
         _RELATED_DTYPES,
         "related_error",
         desc="related",
         # Crossref relations for every DOI in list requests first; bioRxiv stays per article.
         services=bulk.for_related(),
-        empty=lambda found: len(found) == 0,
+        empty=_none_found,
     )
 
 
