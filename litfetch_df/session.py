@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json as jsonlib
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -30,6 +31,7 @@ from ._http import (
     install_log_redaction,
     is_secret_header,
     is_secret_param,
+    redact_text,
     redact_url,
 )
 from .files import Blob, File, FileKind
@@ -345,7 +347,7 @@ class Session:
             )
         key = request_key(method, url, params, headers, follow_redirects, body)
         if response is not None:
-            shown = redact_url(httpx.URL(url, params=params or {}))
+            shown = redact_text(_plain_url(url, params))
             self._shared.primed[key] = _Primed(dataclasses.replace(response, url=shown), None)
         else:
             reason = " ".join(str(failure).split()) or "no answer"
@@ -679,13 +681,40 @@ class Session:
 _HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})
 
 
+class _Replayed(httpx.Response):
+    """A response served from memory or the cache; its request is built only if asked for.
+
+    Parsing the stored URL into an ``httpx.Request`` is most of the cost of a
+    replayed answer, and the bundled sources never look at it.
+    """
+
+    def __init__(self, entry: CachedResponse, method: str) -> None:
+        super().__init__(
+            status_code=entry.status_code, headers=list(entry.headers), content=entry.content
+        )
+        self._replayed_from = (method, entry.url)
+
+    @property  # type: ignore[override]
+    def request(self) -> httpx.Request:
+        if self._request is None:
+            self._request = httpx.Request(*self._replayed_from)
+        return self._request
+
+    @request.setter
+    def request(self, value: httpx.Request) -> None:
+        self._request = value
+
+
 def _rebuild(entry: CachedResponse, method: str) -> httpx.Response:
-    return httpx.Response(
-        status_code=entry.status_code,
-        headers=list(entry.headers),
-        content=entry.content,
-        request=httpx.Request(method, entry.url),
-    )
+    return _Replayed(entry, method)
+
+
+def _plain_url(url: str, params: Mapping[str, str | int] | None) -> str:
+    """``url`` with ``params`` appended as a query string, without parsing the URL."""
+    if not params:
+        return url
+    joiner = "&" if "?" in url else "?"
+    return url + joiner + urllib.parse.urlencode([(k, str(v)) for k, v in params.items()])
 
 
 def _cacheable(status_code: int, rate: Rate) -> bool:

@@ -784,3 +784,19 @@ def test_open_cache(tmp_path: Path) -> None:
     opened.close()
     with pytest.raises(TypeError):
         open_cache(42)
+
+
+async def test_a_replayed_response_still_knows_its_redacted_request(tmp_path: Path) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"ok": True})
+
+    url = "https://api.springernature.com/meta/v2/json"
+    params = {"q": "doi:10.1000/x", "api_key": "sekrit-meta-key-123"}
+    async with mock_session(handler, cache=tmp_path) as s:
+        await s.get(url, params=params)
+    async with mock_session(handler, cache=tmp_path, offline=True) as s:
+        replayed = await s.get(url, params=params)
+    assert replayed.json() == {"ok": True}
+    assert replayed.request.method == "GET"
+    assert replayed.url.host == "api.springernature.com"
+    assert "sekrit" not in str(replayed.url)
