@@ -32,6 +32,40 @@ def data_json(*parts: str) -> Any:
     return json.loads(data_path(*parts).read_text(encoding="utf-8"))
 
 
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class NetworkRefused(RuntimeError):
+    """A test tried to reach a host that is not this machine."""
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refuse any real-socket request to a non-loopback host, in every test.
+
+    The fake upstream is reached through ``httpx.AsyncHTTPTransport`` on
+    127.0.0.1, so it passes; a request that escaped the fake or a mock transport
+    fails loudly instead of touching the network.
+    """
+    original_async = httpx.AsyncHTTPTransport.handle_async_request
+    original_sync = httpx.HTTPTransport.handle_request
+
+    async def guarded_async(
+        self: httpx.AsyncHTTPTransport, request: httpx.Request
+    ) -> httpx.Response:
+        if request.url.host not in _LOOPBACK:
+            raise NetworkRefused(f"test tried to reach {request.url.host}")
+        return await original_async(self, request)
+
+    def guarded_sync(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        if request.url.host not in _LOOPBACK:
+            raise NetworkRefused(f"test tried to reach {request.url.host}")
+        return original_sync(self, request)
+
+    monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", guarded_async)
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", guarded_sync)
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeUpstream]:
     """A fresh fake upstream server on a random loopback port."""

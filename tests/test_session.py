@@ -412,3 +412,12 @@ async def test_403_from_other_hosts_is_final_and_cached() -> None:
         assert (await scope.get("https://api.crossref.org/works/x")).status_code == 403
         assert (await scope.get("https://api.crossref.org/works/x")).status_code == 403
         assert len(calls) == 1
+
+
+async def test_the_test_suite_refuses_the_network() -> None:
+    """The autouse guard in conftest: a default client cannot leave this machine."""
+    from tests.conftest import NetworkRefused
+
+    async with Session(retry=RetryPolicy(max_attempts=1)) as s:
+        with pytest.raises(NetworkRefused):
+            await s.get("https://api.crossref.org/works/10.1000/x")
