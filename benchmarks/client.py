@@ -26,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from tests.fake_upstream import loopback_transport
+
 __all__ = [
     "CONTACT",
     "CREDENTIALS",
@@ -110,29 +112,10 @@ def missing_surface(need_accessor: bool = True, need_licence: bool = False) -> s
     return None
 
 
-class _ToPort(httpx.AsyncBaseTransport):
-    """Send every request to the fake on loopback, keeping the real URL's Host header."""
-
-    def __init__(self, port: int) -> None:
-        self._port = port
-        self._inner = httpx.AsyncHTTPTransport(retries=0)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        original = request.url
-        request.url = original.copy_with(scheme="http", host="127.0.0.1", port=self._port)
-        try:
-            return await self._inner.handle_async_request(request)
-        finally:
-            request.url = original
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
 def _factory(port: int) -> Callable[[], httpx.AsyncClient]:
     def make() -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            transport=_ToPort(port),
+            transport=loopback_transport(port),
             timeout=30.0,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )

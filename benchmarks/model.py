@@ -354,7 +354,8 @@ def lower_bound(
                 host=host,
                 requests=n,
                 rate=rate,
-                rate_seconds=n / rate if rate else 0.0,
+                # the first request leaves at once and the last one still has to be answered
+                rate_seconds=(n - 1) / rate + latency if rate and n else 0.0,
                 latency_seconds=n * latency / cap,
             )
         )

@@ -188,7 +188,7 @@ class FakeUpstream:
 
     def transport(self) -> httpx.AsyncBaseTransport:
         """Return an httpx transport that sends every request to this fake."""
-        return _ToFake(self.port)
+        return loopback_transport(self.port)
 
     def client_factory(self, **kwargs: Any) -> Callable[[], httpx.AsyncClient]:
         """Return a ``client_factory`` for :class:`litfetch_df.Session` routed to this fake."""
@@ -270,6 +270,14 @@ def _constant(response: FakeResponse) -> Handler:
         return response
 
     return handler
+
+
+def loopback_transport(port: int) -> httpx.AsyncBaseTransport:
+    """An httpx transport that sends every request to a fake on ``127.0.0.1:port``.
+
+    The real URL's Host header is kept, so the fake can tell the services apart.
+    """
+    return _ToFake(port)
 
 
 class _ToFake(httpx.AsyncBaseTransport):
