@@ -11,6 +11,7 @@ import math
 import random
 import re
 import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -215,6 +216,18 @@ SECRET_HEADERS: frozenset[str] = frozenset(
 _SECRET_IN_TEXT = re.compile(
     r"(?i)\b(api[_-]?key|apikey|key|token|access_token|insttoken)=([^&\s#\"']+)"
 )
+
+
+def url_with_query(url: str, params: Mapping[str, str | int] | None) -> str:
+    """Return ``url`` with ``params`` appended as its query string, without parsing ``url``.
+
+    The query is form-encoded the way ``httpx.URL(url, params=params)`` writes
+    it, at a fraction of the cost (this names every logged and recorded request).
+    """
+    if not params:
+        return url
+    joiner = "&" if "?" in url else "?"
+    return url + joiner + urllib.parse.urlencode([(k, str(v)) for k, v in params.items()])
 
 
 def redact_text(text: str) -> str:

@@ -10,6 +10,7 @@ names the offending value. Nothing but ``ValueError`` escapes a parser.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import urllib.parse
@@ -249,6 +250,13 @@ def parse_doi(value: object) -> str:
     """
     if not isinstance(value, str | bytes):
         raise ValueError(f"not a DOI: {_show(value)}")
+    return _parse_doi_text(value)
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_doi_text(value: str | bytes) -> str:
+    # Memoised: a table run parses the same DOIs again in every source and step.
+    # Only successes are kept (lru_cache does not store a raised ValueError).
     text = _as_text(value, "DOI")
     stripped = _DOI_RESOLVER.sub("", text, count=1)
     if stripped != text and "%" in stripped:
@@ -278,9 +286,15 @@ def doi_path(doi: str) -> str:
     :class:`ValueError`, as is anything :func:`parse_doi` rejects.
     """
     canonical = parse_doi(doi)
+    return _doi_path(canonical)
+
+
+@functools.lru_cache(maxsize=16384)
+def _doi_path(canonical: str) -> str:
+    # Memoised for the same reason as parse_doi: every source quotes the same DOIs.
     segments = canonical.split("/")
     if any(seg in {".", "..", ""} for seg in segments):
-        raise ValueError(f"DOI would escape its URL path: {_show(doi)}")
+        raise ValueError(f"DOI would escape its URL path: {_show(canonical)}")
     return "/".join(urllib.parse.quote(seg, safe="") for seg in segments)
 
 

@@ -9,11 +9,9 @@ record inside one unit of work cost one request.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import json as jsonlib
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -33,6 +31,7 @@ from ._http import (
     is_secret_param,
     redact_text,
     redact_url,
+    url_with_query,
 )
 from .files import Blob, File, FileKind
 from .ids import ArticleIds
@@ -104,6 +103,13 @@ class _Primed:
 
     response: CachedResponse | None
     failure: str | None
+    # The request as primed; its redacted URL is written only if a caller asks for it.
+    url: str = ""
+    params: Mapping[str, str | int] | None = None
+
+    def shown_url(self) -> str:
+        """The primed request's URL with its query, credentials redacted."""
+        return redact_text(url_with_query(self.url, self.params))
 
 
 @dataclass
@@ -347,8 +353,7 @@ class Session:
             )
         key = request_key(method, url, params, headers, follow_redirects, body)
         if response is not None:
-            shown = redact_text(_plain_url(url, params))
-            self._shared.primed[key] = _Primed(dataclasses.replace(response, url=shown), None)
+            self._shared.primed[key] = _Primed(response, None, url, dict(params or {}))
         else:
             reason = " ".join(str(failure).split()) or "no answer"
             self._shared.primed[key] = _Primed(None, reason)
@@ -462,7 +467,7 @@ class Session:
         shared = self._shared
         primed = shared.primed.get(key)
         if primed is not None and primed.response is not None:
-            return _rebuild(primed.response, method)
+            return _Replayed(primed.response, method, primed.shown_url)
         store = shared.store
         if store is not None and not shared.refresh:
             entry = store.load(key)
@@ -688,16 +693,29 @@ class _Replayed(httpx.Response):
     replayed answer, and the bundled sources never look at it.
     """
 
-    def __init__(self, entry: CachedResponse, method: str) -> None:
+    def __init__(
+        self, entry: CachedResponse, method: str, url: Callable[[], str] | None = None
+    ) -> None:
+        # Given as a stream, then marked read: the content is already whole and decoded,
+        # so running it through httpx's decoders (what content= does) is wasted work.
         super().__init__(
-            status_code=entry.status_code, headers=list(entry.headers), content=entry.content
+            status_code=entry.status_code,
+            headers=list(entry.headers),
+            stream=httpx.ByteStream(entry.content),
         )
-        self._replayed_from = (method, entry.url)
+        self._content = entry.content
+        self.is_stream_consumed = True
+        self.is_closed = True
+        self._replayed_from: tuple[str, str | Callable[[], str]] = (
+            method,
+            entry.url if url is None else url,
+        )
 
     @property  # type: ignore[override]
     def request(self) -> httpx.Request:
         if self._request is None:
-            self._request = httpx.Request(*self._replayed_from)
+            method, url = self._replayed_from
+            self._request = httpx.Request(method, url if isinstance(url, str) else url())
         return self._request
 
     @request.setter
@@ -707,14 +725,6 @@ class _Replayed(httpx.Response):
 
 def _rebuild(entry: CachedResponse, method: str) -> httpx.Response:
     return _Replayed(entry, method)
-
-
-def _plain_url(url: str, params: Mapping[str, str | int] | None) -> str:
-    """``url`` with ``params`` appended as a query string, without parsing the URL."""
-    if not params:
-        return url
-    joiner = "&" if "?" in url else "?"
-    return url + joiner + urllib.parse.urlencode([(k, str(v)) for k, v in params.items()])
 
 
 def _cacheable(status_code: int, rate: Rate) -> bool:

@@ -17,6 +17,7 @@ The names are re-exported from :mod:`.crossref`, where they first lived.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -196,8 +197,13 @@ def web_url(value: object) -> httpx.URL | None:
     scheme, or no host.
     """
     text = usable_text(value)
-    if text is None:
-        return None
+    return None if text is None else _web_url(text)
+
+
+@functools.lru_cache(maxsize=16384)
+def _web_url(text: str) -> httpx.URL | None:
+    # Memoised: the same landing and PDF URLs are checked by several sources per row,
+    # and httpx.URL is immutable, so one parse can be shared.
     try:
         url = httpx.URL(text)
     except (httpx.InvalidURL, TypeError, ValueError):

@@ -17,6 +17,7 @@ skips the listing and uses that version.
 
 from __future__ import annotations
 
+import functools
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -265,8 +266,13 @@ async def _list_all(http: Http, params: Mapping[str, str]) -> list[_Listing] | N
     return pages
 
 
+@functools.lru_cache(maxsize=512)
 def _parse_listing(content: bytes) -> _Listing | None:
-    """Parse a ListObjectsV2 answer; ``None`` when it is not one (or not XML at all)."""
+    """Parse a ListObjectsV2 answer; ``None`` when it is not one (or not XML at all).
+
+    Memoised on the bytes (the result is immutable): the body step and the
+    file-set step read the same listing of an article.
+    """
     try:
         root = parse_xml(content)
     except XmlError:

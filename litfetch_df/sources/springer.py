@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import httpx
 
-from .._http import Http, Rate, get_logger
+from .._http import Http, Rate, get_logger, url_with_query
 from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
@@ -104,7 +104,7 @@ class SpringerFetcher:
             return None
         query = {"q": f"doi:{doi}"}
         # The recorded location reproduces the request minus the key.
-        uri = str(httpx.URL(SPRINGER_OA_JATS_URL, params=query))
+        uri = url_with_query(SPRINGER_OA_JATS_URL, query)
         send = http.get(SPRINGER_OA_JATS_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT)
         response = await fetch_ok(send, f"{self.name}: {uri}", logger=log)
         if response is None:
@@ -157,7 +157,7 @@ class SpringerFileSource:
             return ()
         request = springer_meta_request(doi, key)
         # The URL as logged: the request minus the key.
-        shown = str(httpx.URL(SPRINGER_META_URL, params={"q": f"doi:{doi}"}))
+        shown = url_with_query(SPRINGER_META_URL, {"q": f"doi:{doi}"})
         data = await fetch_json_object(request.send(http), f"{self.name}: {shown}", logger=log)
         if data is None:
             return ()
