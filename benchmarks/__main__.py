@@ -79,6 +79,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         help=f"one of {', '.join(ALL_SCENARIOS)} or 'all' (repeatable, comma lists accepted)",
     )
+    p.add_argument(
+        "--warm-runs",
+        type=int,
+        default=3,
+        help="times the warm scenario runs (each a fresh process); the median is reported",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-credentials", action="store_true", help="run without publisher keys")
     p.add_argument("--timeout", type=float, default=1800.0, help="per-scenario limit, seconds")
@@ -324,6 +330,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"-- running {name} ...", flush=True)
             if name == "licence":
                 report = run_licence_scenario(args)
+            elif name == "warm":
+                # A warm run is short and CPU-bound, so one run is at the mercy of a noisy
+                # machine: run it several times (each a fresh process) and keep the median.
+                runs = [
+                    run_requests_scenario(args, name, cache_dir)
+                    for _ in range(max(1, args.warm_runs))
+                ]
+                timed = sorted((r for r in runs if r.wall is not None), key=lambda r: r.wall or 0)
+                report = timed[len(timed) // 2] if timed else runs[0]
+                if len(timed) > 1:
+                    walls = ", ".join(f"{r.wall:.2f}" for r in timed)
+                    report.extra["warm runs (s), median shown"] = walls
             else:
                 report = run_requests_scenario(args, name, cache_dir)
             if name == "warm":

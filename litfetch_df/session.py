@@ -123,6 +123,9 @@ class _Shared:
     store: ResponseStore | None
     offline: bool
     refresh: bool
+    # Open between __aenter__ and __aexit__; the client itself is built on first use, so a
+    # run answered wholly from the cache never pays for one (TLS set-up, transport imports).
+    is_open: bool = False
     client: httpx.AsyncClient | None = None
     owns_client: bool = False
     owns_store: bool = False
@@ -217,23 +220,14 @@ class Session:
     async def __aenter__(self) -> Session:
         shared = self._shared
         if self._parent is not None:
-            if shared.client is None:
+            if not shared.is_open:
                 raise RuntimeError("enter the parent Session (async with) before one of its scopes")
             self._cache = {}
             self._failures = []
             return self
-        if shared.client is not None:
+        if shared.is_open:
             raise RuntimeError("this Session is already open")
-        if shared.client_factory is not None:
-            shared.client = shared.client_factory()
-        else:
-            shared.client = httpx.AsyncClient(
-                headers={"User-Agent": default_user_agent(shared.contact)},
-                timeout=httpx.Timeout(shared.timeout),
-                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-                follow_redirects=False,
-            )
-        shared.owns_client = True
+        shared.is_open = True
         return self
 
     async def __aexit__(
@@ -247,6 +241,7 @@ class Session:
             return
         shared = self._shared
         client, shared.client = shared.client, None
+        shared.is_open = False
         if client is not None and shared.owns_client:
             await client.aclose()
         if shared.owns_store and shared.store is not None:
@@ -268,7 +263,7 @@ class Session:
 
     def __repr__(self) -> str:
         kind = "scope" if self._parent is not None else "session"
-        state = "open" if self._shared.client is not None else "closed"
+        state = "open" if self._shared.is_open else "closed"
         contact = f" contact={self._shared.contact!r}" if self._shared.contact else ""
         return f"<litfetch_df.Session {kind} {state}{contact}>"
 
@@ -276,10 +271,31 @@ class Session:
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """The raw :class:`httpx.AsyncClient`; valid only inside ``async with``."""
-        if self._shared.client is None:
+        """The raw :class:`httpx.AsyncClient`; valid only inside ``async with``.
+
+        Built on first use (by ``client_factory`` when given), and closed when
+        the session exits.
+        """
+        shared = self._shared
+        if not shared.is_open:
             raise RuntimeError("Session.client is only available inside 'async with Session()'")
-        return self._shared.client
+        if shared.client is None:
+            if shared.client_factory is not None:
+                shared.client = shared.client_factory()
+            else:
+                shared.client = httpx.AsyncClient(
+                    headers={"User-Agent": default_user_agent(shared.contact)},
+                    timeout=httpx.Timeout(shared.timeout),
+                    limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+                    follow_redirects=False,
+                )
+            shared.owns_client = True
+        return shared.client
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the session (or the session this scope belongs to) is entered."""
+        return self._shared.is_open
 
     @property
     def contact(self) -> str | None:

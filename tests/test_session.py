@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -77,7 +78,7 @@ async def test_reentering_an_open_session_raises() -> None:
             await s.__aenter__()
 
 
-async def test_client_factory_is_called_on_enter_and_client_closed_on_exit() -> None:
+async def test_client_factory_is_called_on_first_use_and_client_closed_on_exit() -> None:
     made: list[httpx.AsyncClient] = []
 
     def factory() -> httpx.AsyncClient:
@@ -86,10 +87,34 @@ async def test_client_factory_is_called_on_enter_and_client_closed_on_exit() -> 
         return client
 
     s = Session(client_factory=factory)
-    assert made == []
+    assert made == [] and not s.is_open
     async with s:
-        assert made == [s.client]
-    assert made[0].is_closed
+        assert s.is_open and "open" in repr(s)
+        assert made == []  # nothing asked for the network yet
+        await s.get("https://api.example.org/x")
+        await s.get("https://api.example.org/y")
+        assert made == [s.client]  # built once, then reused
+    assert made[0].is_closed and not s.is_open and "closed" in repr(s)
+
+
+async def test_a_run_answered_from_the_cache_never_builds_a_client(tmp_path: Path) -> None:
+    counter = Counter()
+    made: list[httpx.AsyncClient] = []
+
+    def factory() -> httpx.AsyncClient:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(counter))
+        made.append(client)
+        return client
+
+    async with Session(client_factory=factory, cache=tmp_path) as s:
+        first = await s.get("https://api.example.org/x")
+    assert len(made) == 1 and len(counter.calls) == 1
+    async with Session(client_factory=factory, cache=tmp_path) as s:
+        again = await s.get("https://api.example.org/x")
+        async with s.scope() as scope:
+            await scope.get("https://api.example.org/x")
+    assert again.content == first.content
+    assert len(made) == 1 and len(counter.calls) == 1
 
 
 # -- User-Agent and contact -------------------------------------------------------------------

@@ -32,7 +32,7 @@ T = TypeVar("T")
 
 def _run(factory: Callable[[], Coroutine[Any, Any, T]], config: CallOptions, name: str) -> T:
     session = config.get("session")
-    if session is not None and pipeline._is_open(session):
+    if session is not None and session.is_open:
         raise RuntimeError(
             f"this Session is already open in another event loop; from async code call "
             f"`await df.lit.{name}_async(session=...)`, or pass a Session that is not yet "

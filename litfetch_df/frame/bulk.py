@@ -294,7 +294,11 @@ def _respond(
 
 
 def _json_bytes(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return _COMPACT_JSON.encode(obj).encode()
+
+
+# Built once: json.dumps with options builds a new encoder on each call.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def _fail(session: Session, request: GetRequest, reason: str) -> str:

@@ -47,6 +47,7 @@ from ..metadata import Related, SourceMetadata
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
 from . import bulk
+from .columns import ParsedIds
 from .outdir import OutDir
 from .pipeline import (
     _FILES_DTYPES,
@@ -70,6 +71,7 @@ from .pipeline import (
     _licence_work,
     _LicenceInput,
     _none_found,
+    _parse_ids,
     _Plan,
     _plan,
     _previous,
@@ -246,8 +248,10 @@ class _StepPlan:
     todo: frozenset[int]
 
 
-def _step_plan(base: pd.DataFrame, ctx: _Ctx, step: str, force: bool) -> _StepPlan:
-    plan = _plan(base, ctx, _ERROR_COLUMN[step], force)
+def _step_plan(
+    base: pd.DataFrame, ctx: _Ctx, step: str, force: bool, parsed: ParsedIds
+) -> _StepPlan:
+    plan = _plan(base, ctx, _ERROR_COLUMN[step], force, parsed)
     _, first, row_key = _units(plan)
     return _StepPlan(plan, first, row_key, frozenset(plan.todo))
 
@@ -324,7 +328,8 @@ async def _pass(
     force: bool,
 ) -> pd.DataFrame:
     credentials = dict(ctx.options.credentials)
-    plans = {step: _step_plan(base, ctx, step, force) for step in steps}
+    parsed = _parse_ids(base, ctx)  # every step reads the same id columns: parse them once
+    plans = {step: _step_plan(base, ctx, step, force, parsed) for step in steps}
     body_step = _Bodies(fetchers, credentials, OutDir(out_dir) if out_dir is not None else None)
     files_step = _Files(sources, kind, credentials)
     bodies, files = plans.get("bodies"), plans.get("files")

@@ -54,7 +54,14 @@ from ..metadata import Related, RelationType, SourceMetadata
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
 from . import bulk
-from .columns import CANONICAL, IdColumns, bundle_key, detect_id_columns, parse_rows
+from .columns import (
+    CANONICAL,
+    IdColumns,
+    ParsedIds,
+    bundle_key,
+    detect_id_columns,
+    parse_rows,
+)
 from .options import Options, effective, get_options
 from .outdir import OutDir
 from .progress import Progress
@@ -265,18 +272,10 @@ def _split(config: CallOptions) -> tuple[Session | None, Options, dict[str, Hash
     return session, effective(**cfg), explicit
 
 
-def _is_open(session: Session) -> bool:
-    try:
-        session.client  # noqa: B018 - the property raises when the session is not entered
-    except RuntimeError:
-        return False
-    return True
-
-
 @contextlib.asynccontextmanager
 async def _context(config: CallOptions) -> AsyncIterator[_Ctx]:
     given, options, explicit = _split(config)
-    if given is not None and _is_open(given):
+    if given is not None and given.is_open:
         yield _Ctx(given, options, explicit)
         return
     session = given or Session(
@@ -341,9 +340,16 @@ class _Plan:
     rerun: bool
 
 
-def _plan(frame: pd.DataFrame, ctx: _Ctx, error_column: str, force: bool) -> _Plan:
-    columns: IdColumns = detect_id_columns(frame.columns, ctx.explicit)
-    parsed = parse_rows(frame, columns)
+def _plan(
+    frame: pd.DataFrame,
+    ctx: _Ctx,
+    error_column: str,
+    force: bool,
+    parsed: ParsedIds | None = None,
+) -> _Plan:
+    """Plan a step over ``frame``; ``parsed`` is its id columns already parsed, if at hand."""
+    if parsed is None:
+        parsed = _parse_ids(frame, ctx)
     rerun = error_column in frame.columns and not force
     previous = _previous(frame, error_column) if rerun else []
     todo = tuple(
@@ -352,6 +358,11 @@ def _plan(frame: pd.DataFrame, ctx: _Ctx, error_column: str, force: bool) -> _Pl
         if not ids.is_empty() and (not rerun or is_abandoned(previous[i]))
     )
     return _Plan(parsed.bundles, parsed.errors, todo, rerun)
+
+
+def _parse_ids(frame: pd.DataFrame, ctx: _Ctx) -> ParsedIds:
+    columns: IdColumns = detect_id_columns(frame.columns, ctx.explicit)
+    return parse_rows(frame, columns)
 
 
 def _units(

@@ -24,8 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from lxml import etree
-
 from .._http import Http, Rate, get_logger, redact_url
 from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, PDF, Blob, File, FileKind
@@ -279,35 +277,24 @@ def _parse_listing(content: bytes) -> _Listing | None:
         return None
     if local_name(root) != "ListBucketResult":
         return None
+    # Children are found by the root's own namespace (S3 uses one; a bare listing none),
+    # so lxml walks the tree in C instead of Python comparing every local name.
+    tag = str(root.tag)
+    ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""
     keys: list[tuple[str, int | None]] = []
-    prefixes: list[str] = []
-    truncated = False
-    token: str | None = None
-    for child in root:
-        name = local_name(child)
-        if name == "Contents":
-            key = _child_text(child, "Key")
-            if not key:
-                continue
-            size_text = _child_text(child, "Size")
-            size = int(size_text) if size_text and size_text.strip().isdigit() else None
-            keys.append((key, size))
-        elif name == "CommonPrefixes":
-            prefix = _child_text(child, "Prefix")
-            if prefix:
-                prefixes.append(prefix)
-        elif name == "IsTruncated":
-            truncated = (child.text or "").strip().lower() == "true"
-        elif name == "NextContinuationToken":
-            token = (child.text or "").strip() or None
-    return _Listing(tuple(keys), tuple(prefixes), token if truncated else None)
-
-
-def _child_text(element: etree._Element, name: str) -> str | None:
-    for child in element:
-        if local_name(child) == name:
-            return child.text
-    return None
+    for contents in root.iterfind(f"{ns}Contents"):
+        key = contents.findtext(f"{ns}Key")
+        if not key:
+            continue
+        size_text = contents.findtext(f"{ns}Size")
+        size = int(size_text) if size_text and size_text.strip().isdigit() else None
+        keys.append((key, size))
+    prefixes = tuple(
+        p for p in (c.findtext(f"{ns}Prefix") for c in root.iterfind(f"{ns}CommonPrefixes")) if p
+    )
+    truncated = (root.findtext(f"{ns}IsTruncated") or "").strip().lower() == "true"
+    token = (root.findtext(f"{ns}NextContinuationToken") or "").strip() or None
+    return _Listing(tuple(keys), prefixes, token if truncated else None)
 
 
 def _file_for_key(source: str, stem: str, key: str, size: int | None) -> File | None:
