@@ -13,7 +13,14 @@ from ._oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_a
 from ._version import __version__
 from .cache import CacheInfo, ResponseCache
 from .files import ELSEVIER_XML, INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
-from .frame import Options, get_options, option_context, reset_options, set_options
+from .frame import (
+    Interrupted,
+    Options,
+    get_options,
+    option_context,
+    reset_options,
+    set_options,
+)
 from .frame.readers import read_pubmed, read_table
 from .ids import ArticleIds
 from .metadata import Related, RelationType, SourceMetadata
@@ -66,6 +73,7 @@ __all__ = [
     "FileKind",
     "FileSource",
     "Http",
+    "Interrupted",
     "NcbiIdConverterBatchResolver",
     "NcbiIdConverterResolver",
     "NotInCache",

@@ -314,7 +314,10 @@ class Session:
 
     @property
     def failures(self) -> tuple[str, ...]:
-        """Short reasons for requests of this scope that were given up after every retry."""
+        """Short reasons for requests of this scope that were given up after every retry.
+
+        A scope keeps every reason; a session used directly keeps its first 50.
+        """
         return tuple(self._failures)
 
     @property
@@ -636,7 +639,9 @@ class Session:
             state.last_start = slot
 
     def _note_failure(self, reason: str) -> None:
-        if len(self._failures) < 50:
+        # A scope lives for one unit of work, whose steps read its reasons by position, so
+        # it keeps every one; a long-lived session keeps only the first few, to stay bounded.
+        if self._parent is not None or len(self._failures) < _SESSION_FAILURES_KEPT:
             self._failures.append(reason)
 
     # -- operations (the litfetch surface) ---------------------------------------------------
@@ -697,6 +702,9 @@ class Session:
 
         return await relations.related_ids(self, article_ids)
 
+
+# How many failure reasons a session (not a scope) keeps; see Session.failures.
+_SESSION_FAILURES_KEPT = 50
 
 # The stored content is already decoded, so its transfer framing must not be replayed.
 _HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})

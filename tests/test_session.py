@@ -270,6 +270,19 @@ async def test_failures_belong_to_their_scope() -> None:
         assert s.failures == ()
 
 
+async def test_a_scope_keeps_every_failure_and_a_session_its_first_fifty() -> None:
+    # Steps read a scope's failures by position, so a scope must not drop any.
+    handler = Counter(503)
+    async with mock_session(handler, retry=RetryPolicy(max_attempts=1)) as s:
+        async with s.scope() as scope:
+            for i in range(60):
+                await scope.get(f"https://api.example.org/{i}")
+            assert len(scope.failures) == 60
+        for i in range(60):
+            await s.get(f"https://api.example.org/{i}")
+        assert len(s.failures) == 50
+
+
 async def test_in_flight_duplicates_share_one_request() -> None:
     release = asyncio.Event()
     calls: list[httpx.Request] = []

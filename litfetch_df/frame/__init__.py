@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from . import options
 from .accessor import LitFrameAccessor, LitSeriesAccessor, register
+from .bridge import Interrupted
 from .columns import IdColumns, detect_id_columns
 from .options import Options, get_options, option_context, reset_options, set_options
 from .summary import summarise
 
 __all__ = [
     "IdColumns",
+    "Interrupted",
     "LitFrameAccessor",
     "LitSeriesAccessor",
     "Options",

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 from .._http import get_logger
 
-__all__ = ["CANCEL_GRACE", "run_sync"]
+__all__ = ["CANCEL_GRACE", "Interrupted", "offer_partial", "run_sync"]
 
 T = TypeVar("T")
 
@@ -30,6 +31,43 @@ CANCEL_GRACE: Final = 5.0
 """Seconds to wait for cancelled work to unwind before giving up on the worker thread."""
 
 _POLL: Final = 0.1  # how often the waiting thread wakes, so an interrupt lands promptly
+
+
+class Interrupted(KeyboardInterrupt):
+    """A synchronous ``.lit`` call stopped by an interrupt (Ctrl-C, "interrupt kernel").
+
+    A :class:`KeyboardInterrupt`, so it stops a script or a cell as usual.
+    ``partial`` is the frame the call had built so far, when it could build
+    one (``None`` otherwise): every row of the input, in order, the finished
+    rows filled in and the others marked ``abandoned: interrupted`` in their
+    error column, so that passing it to the same call again works only those.
+    """
+
+    def __init__(self, message: str, partial: Any = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+# Where the running call leaves its partial result when it is cancelled; set per sync call.
+_PARTIAL: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "litfetch_df_partial", default=None
+)
+
+
+def offer_partial(build: Callable[[], Any]) -> None:
+    """Offer what a cancelled call had done, for :func:`run_sync` to hand to its caller.
+
+    Called while the cancellation unwinds; ``build()`` runs only when a
+    synchronous caller is waiting for it (not for the ``_async`` methods),
+    and a failure to build is logged, never raised over the cancellation.
+    """
+    sink = _PARTIAL.get()
+    if sink is None:
+        return
+    try:
+        sink.append(build())
+    except Exception as exc:  # the interrupt must still go through
+        log.warning("could not keep the partial result: %s: %s", type(exc).__name__, exc)
 
 
 class _Runner(threading.Thread):
@@ -43,6 +81,7 @@ class _Runner(threading.Thread):
         self.started_loop = threading.Event()
         self.finished = threading.Event()
         self.cancel_requested = False
+        self.partial: list[Any] = []
 
     def run(self) -> None:
         try:
@@ -59,6 +98,7 @@ class _Runner(threading.Thread):
         self.started_loop.set()
         if self.cancel_requested:
             return
+        _PARTIAL.set(self.partial)  # this task's context: the call's own tasks inherit it
         try:
             self.result = await self._factory()
         except BaseException as exc:
@@ -88,7 +128,9 @@ def run_sync(
     the worker thread, so loop-bound objects are created on the loop that uses
     them. Exceptions from the coroutine are re-raised here. A
     ``KeyboardInterrupt`` while waiting cancels the coroutine, waits up to
-    ``grace`` seconds for it to unwind (closing its sessions), and re-raises.
+    ``grace`` seconds for it to unwind (closing its sessions), and raises
+    :class:`Interrupted` (a ``KeyboardInterrupt``) carrying the partial result
+    the coroutine offered (:func:`offer_partial`), if any.
     """
     runner = _Runner(factory, name)
     runner.start()
@@ -105,9 +147,21 @@ def run_sync(
         if not runner.finished.wait(grace):
             log.warning("the worker thread did not stop within %.1fs", grace)
         runner.join(grace)
+        if runner.finished.is_set() and runner.partial:
+            partial = runner.partial[-1]
+            raise Interrupted(_interrupted_text(partial), partial) from None
         raise
     runner.join()
     if runner.error is not None:
         raise runner.error
     result: T = runner.result
     return result
+
+
+def _interrupted_text(partial: Any) -> str:
+    rows = len(partial) if hasattr(partial, "__len__") else None
+    size = f" ({rows} rows)" if rows is not None else ""
+    return (
+        f"interrupted; the partial result{size} is this exception's .partial: unfinished rows "
+        "are marked 'abandoned: interrupted', and passing it to the same call works only those"
+    )

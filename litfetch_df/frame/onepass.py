@@ -47,12 +47,14 @@ from ..metadata import Related, SourceMetadata
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
 from . import bulk
+from .bridge import offer_partial
 from .columns import ParsedIds
 from .outdir import OutDir
 from .pipeline import (
     _FILES_DTYPES,
     _LICENCE_DTYPES,
     _RELATED_DTYPES,
+    INTERRUPTED,
     CallOptions,
     Outcome,
     _attempt,
@@ -379,7 +381,13 @@ async def _pass(
             )
         return found
 
-    results = await _run_pass(ctx, rows_of, plans, unit, credentials, body_step, files_step)
+    results: dict[ArticleIds, _UnitResult] = {}
+    try:
+        await _run_pass(ctx, rows_of, plans, unit, credentials, body_step, files_step, results)
+    except asyncio.CancelledError:
+        done = dict(results)
+        offer_partial(lambda: _assemble(base, plans, done, body_step.dtypes, missing=INTERRUPTED))
+        raise
     return _assemble(base, plans, results, body_step.dtypes)
 
 
@@ -425,8 +433,12 @@ async def _run_pass(
     credentials: Mapping[str, object],
     body_step: _Bodies,
     files_step: _Files,
-) -> dict[ArticleIds, _UnitResult]:
-    """Prime, then run every unit, ``concurrency`` working at once; unprime at the end."""
+    results: dict[ArticleIds, _UnitResult],
+) -> None:
+    """Prime, then run every unit, ``concurrency`` working at once, into ``results``; unprime.
+
+    A unit's result is added once all its steps are done.
+    """
     session = ctx.session
     wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
     services = {
@@ -440,7 +452,6 @@ async def _run_pass(
 
     keys: list[str] = []
     gates = _Gates()
-    results: dict[ArticleIds, _UnitResult] = {}
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
     bar = _progress(ctx, sum(len(r) for r in rows_of.values()), "run")
 
@@ -473,7 +484,6 @@ async def _run_pass(
             await gates.close()  # no lookup may prime anything after the unprime below
         finally:
             session.unprime(keys)
-    return results
 
 
 def _assemble(
@@ -481,8 +491,13 @@ def _assemble(
     plans: Mapping[str, _StepPlan],
     results: Mapping[ArticleIds, _UnitResult],
     body_dtypes: Mapping[str, str],
+    *,
+    missing: Outcome[Any] | None = None,
 ) -> pd.DataFrame:
-    """Add each step's columns in the chained order, each from its own outcomes."""
+    """Add each step's columns in the chained order, each from its own outcomes.
+
+    A row whose unit has no result gets ``missing`` (``None``: left as it was).
+    """
     out = base
     specs: list[tuple[str, Callable[[_UnitResult, int], Outcome[Any] | None], Any, Any]] = [
         ("bodies", lambda r, i: r.body, _body_cells, body_dtypes),
@@ -501,7 +516,7 @@ def _assemble(
             pick: Callable[[_UnitResult, int], Outcome[Any] | None] = pick,
         ) -> Outcome[Any] | None:
             found = results.get(plan.row_key[i])
-            return pick(found, i) if found is not None else None
+            return pick(found, i) if found is not None else missing
 
         out = _fill(out, plan.plan, row_outcome, cells, dtypes, _ERROR_COLUMN[step])
     return out

@@ -54,6 +54,7 @@ from ..metadata import Related, RelationType, SourceMetadata
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
 from . import bulk
+from .bridge import offer_partial
 from .columns import (
     CANONICAL,
     IdColumns,
@@ -222,14 +223,16 @@ async def run_units(
     progress: Progress,
     empty: Callable[[R], bool] = _is_none,
     label: Callable[[R], str | None] = _no_label,
+    into: dict[K, Outcome[R]] | None = None,
 ) -> dict[K, Outcome[R]]:
     """Run ``work(scope, key)`` once per key, ``concurrency`` at a time, each in its own scope.
 
     ``units`` maps each key to the number of rows that share it (for the
-    progress count). Returns every key's :class:`Outcome`. Cancellation
-    (an interrupt) stops the workers and propagates.
+    progress count). Returns every key's :class:`Outcome`, collected in
+    ``into`` when given (so a caller still holds the finished ones after a
+    cancellation). Cancellation (an interrupt) stops the workers and propagates.
     """
-    results: dict[K, Outcome[R]] = {}
+    results: dict[K, Outcome[R]] = {} if into is None else into
     queue = iter(units.items())
 
     async def worker() -> None:
@@ -419,18 +422,39 @@ async def _run(
     *,
     empty: Callable[[R], bool] = _is_none,
     label: Callable[[R], str | None] = _no_label,
+    partial: Callable[[Mapping[K, Outcome[R]]], pd.DataFrame] | None = None,
 ) -> dict[K, Outcome[R]]:
-    """:func:`run_units` on the step's session and concurrency, under a progress bar ``desc``."""
+    """:func:`run_units` on the step's session and concurrency, under a progress bar ``desc``.
+
+    If the run is cancelled (an interrupt), ``partial`` builds the step's frame
+    from the outcomes finished so far, for a synchronous caller to keep
+    (:func:`~litfetch_df.frame.bridge.offer_partial`).
+    """
+    results: dict[K, Outcome[R]] = {}
     with _progress(ctx, sum(units.values()), desc) as bar:
-        return await run_units(
-            units,
-            work,
-            session=ctx.session,
-            concurrency=ctx.options.concurrency,
-            progress=bar,
-            empty=empty,
-            label=label,
-        )
+        try:
+            await run_units(
+                units,
+                work,
+                session=ctx.session,
+                concurrency=ctx.options.concurrency,
+                progress=bar,
+                empty=empty,
+                label=label,
+                into=results,
+            )
+        except asyncio.CancelledError:
+            if partial is not None:
+                offer_partial(lambda: partial(dict(results)))
+            raise
+    return results
+
+
+INTERRUPTED: Final[Outcome[Any]] = Outcome(error="abandoned: interrupted before this row was done")
+"""The outcome of a row whose unit had not finished when the call was interrupted.
+
+Abandoned, so a re-run of the partial frame works exactly those rows.
+"""
 
 
 async def _bundle_step(
@@ -460,8 +484,13 @@ async def _bundle_step(
     async def unit(http: Session, key: ArticleIds) -> R:
         return await work(http, first[key])
 
+    def build(done: Mapping[ArticleIds, Outcome[R]]) -> pd.DataFrame:
+        return _fill(
+            base, plan, lambda i: done.get(row_key[i], INTERRUPTED), cells, dtypes, error_column
+        )
+
     async with bulk.primed(ctx.session, list(first.values()), services, credentials=credentials):
-        outcomes = await _run(ctx, counts, unit, desc, empty=empty, label=label)
+        outcomes = await _run(ctx, counts, unit, desc, empty=empty, label=label, partial=build)
     return _fill(base, plan, lambda i: outcomes.get(row_key[i]), cells, dtypes, error_column)
 
 
@@ -826,8 +855,24 @@ async def licences(
         async def work(http: Session, key: Hashable) -> SourceMetadata:
             return await _licence_work(http, payload[key])
 
+        def build(done: Mapping[Hashable, Outcome[SourceMetadata]]) -> pd.DataFrame:
+            return _fill(
+                base,
+                plan,
+                lambda i: done.get(row_key[i], INTERRUPTED),
+                _licence_cells,
+                _LICENCE_DTYPES,
+                "licence_error",
+            )
+
         outcomes = await _run(
-            ctx, counts, work, "licences", empty=_licence_empty, label=_licence_label
+            ctx,
+            counts,
+            work,
+            "licences",
+            empty=_licence_empty,
+            label=_licence_label,
+            partial=build,
         )
         return _fill(
             base,
