@@ -23,7 +23,8 @@ Exit codes (also in ``litfetch-df --help``):
 5     no identifier column found, or a named column does not exist
 6     an output file or directory cannot be written
 7     the response cache cannot be used (or, for ``cache``, does not exist)
-130   interrupted (Ctrl-C); the steps that finished were written
+130   interrupted (Ctrl-C); the rows that finished were written, the others
+      marked ``abandoned: interrupted``
 141   stdout was closed early (e.g. piped into ``head``)
 ====  =====================================================================
 """
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
@@ -54,7 +55,7 @@ from ._version import __version__
 from .cache import FILE_NAME, ResponseCache
 from .files import Blob
 from .frame.accessor import LitFrameAccessor
-from .frame.bridge import run_sync
+from .frame.bridge import Interrupted, run_sync
 from .frame.columns import CANONICAL, detect_id_columns
 from .frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 from .frame.pipeline import files_long, is_abandoned
@@ -143,7 +144,7 @@ examples:
 exit codes:
   0 ok, 1 unexpected error, 2 usage error, 3 input missing/unreadable,
   4 input undecodable/unparseable, 5 no id column / unknown column,
-  6 output not writable, 7 cache unusable, 130 interrupted (finished steps written),
+  6 output not writable, 7 cache unusable, 130 interrupted (finished rows written),
   141 stdout closed early (e.g. '| head')
 
 Run '{PROG} <command> --help' for the options of a command.
@@ -574,69 +575,40 @@ def _one_line(text: str) -> str:
 
 @dataclasses.dataclass
 class _State:
-    """What a run has finished so far (read after an interrupt)."""
+    """What a run has finished so far (read after an interrupt or a failure)."""
 
     frame: pd.DataFrame
     files: pd.DataFrame | None = None
-    done: list[str] = dataclasses.field(default_factory=list)
+    done: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class _Run:
     session: Session
     common: Mapping[str, Any]
-    explicit: Mapping[str, Hashable]
+    explicit: Mapping[str, Any]
     bodies_dir: Path | None
     files_dir: Path | None
 
-    def ids(self, frame: pd.DataFrame) -> dict[str, Any]:
-        # Named columns are read until resolve has written the canonical ones; after
-        # that the canonical columns hold the resolved ids and must be the ones read.
-        return {} if "resolve_error" in frame.columns else dict(self.explicit)
 
-
-Step = Callable[[_Run, _State], Awaitable[None]]
-
-
-async def _step_resolve(run: _Run, state: _State) -> None:
-    lit = LitFrameAccessor(state.frame)
-    state.frame = await lit.resolve_async(**run.common, **run.ids(state.frame))
-
-
-async def _step_bodies(run: _Run, state: _State) -> None:
-    lit = LitFrameAccessor(state.frame)
-    state.frame = await lit.fetch_bodies_async(
-        resolve=False, out_dir=run.bodies_dir, **run.common, **run.ids(state.frame)
-    )
-
-
-async def _step_files(run: _Run, state: _State) -> None:
-    lit = LitFrameAccessor(state.frame)
-    listed = await lit.list_files_async(resolve=False, **run.common, **run.ids(state.frame))
-    state.frame = listed
-    long = files_long(listed)
-    if run.files_dir is not None and len(long):
-        long = await LitFrameAccessor(long).fetch_files_async(run.files_dir, **run.common)
-    state.files = long
-
-
-async def _step_licences(run: _Run, state: _State) -> None:
-    lit = LitFrameAccessor(state.frame)
-    state.frame = await lit.licences_async(resolve=False, **run.common, **run.ids(state.frame))
-
-
-async def _step_related(run: _Run, state: _State) -> None:
-    lit = LitFrameAccessor(state.frame)
-    state.frame = await lit.related_async(resolve=False, **run.common, **run.ids(state.frame))
-
-
-_STEP_FUNCTIONS: dict[str, Step] = {
-    "resolve": _step_resolve,
-    "bodies": _step_bodies,
-    "files": _step_files,
-    "licences": _step_licences,
-    "related": _step_related,
-}
+async def _run_all(
+    run: _Run, state: _State, steps: Sequence[str], say: Callable[[str], None]
+) -> None:
+    """Every step in one ``df.lit.run()`` pass, then the file downloads, in one session."""
+    async with run.session:
+        say(f"running {', '.join(steps)} ...")
+        lit = LitFrameAccessor(state.frame)
+        state.frame = await lit.run_async(
+            steps=steps, out_dir=run.bodies_dir, **run.common, **run.explicit
+        )
+        if "files" in steps:
+            state.files = files_long(state.frame)
+            if run.files_dir is not None and len(state.files):
+                fetch = LitFrameAccessor(state.files).fetch_files_async
+                state.files = await fetch(run.files_dir, **run.common)
+        state.done = True
+        for step in steps:
+            say(_step_line(step, state.frame, state))
 
 
 def _count(frame: pd.DataFrame, column: str) -> int:
@@ -675,15 +647,25 @@ def _step_line(step: str, frame: pd.DataFrame, state: _State) -> str:
     return text
 
 
-async def _run_steps(
-    run: _Run, state: _State, steps: Sequence[str], say: Callable[[str], None]
-) -> None:
-    async with run.session:
-        for number, step in enumerate(steps, 1):
-            say(f"[{number}/{len(steps)}] {step} ...")
-            await _STEP_FUNCTIONS[step](run, state)
-            state.done.append(step)
-            say(_step_line(step, state.frame, state))
+def _progress_text(state: _State, original: pd.DataFrame) -> str:
+    """How far an interrupted run got, and how to go on."""
+    resume = "Re-run with the same --cache to resume without repeating finished requests."
+    if state.done:
+        return f"every step finished; the file downloads did not. {resume}"
+    if state.frame is original:
+        return f"no step finished. {resume}"
+    errors = [c for c in state.frame.columns if str(c).endswith("_error") and c != "resolve_error"]
+    unfinished = {
+        i
+        for column in errors
+        for i, cell in enumerate(state.frame[column].tolist())
+        if isinstance(cell, str) and "interrupted" in cell and is_abandoned(cell)
+    }
+    done = len(state.frame) - len(unfinished)
+    return (
+        f"{done} of {len(state.frame)} rows finished; the other rows say "
+        f"'abandoned: interrupted'. {resume}"
+    )
 
 
 def _credentials(environ: Mapping[str, str]) -> dict[str, object]:
@@ -785,12 +767,16 @@ def _command_run(
     interrupted = False
     with _library_warnings(err, skip_contact=contact is None):
         try:
-            run_sync(lambda: _run_steps(run, state, args.steps, say), name="litfetch-df-run")
+            run_sync(lambda: _run_all(run, state, args.steps, say), name="litfetch-df-run")
+        except Interrupted as exc:
+            interrupted = True
+            if isinstance(exc.partial, pd.DataFrame) and not state.done:
+                state.frame = exc.partial
         except KeyboardInterrupt:
             interrupted = True
         except Exception:
             # Keep what finished before the failure, then let main() report it.
-            if state.done:
+            if state.done or state.frame is not frame:
                 with contextlib.suppress(Exception):
                     write_result(state.frame, output, files=state.files)
             raise
@@ -800,12 +786,7 @@ def _command_run(
         raise CliError(EXIT_OUTPUT, f"cannot write output {output}: {_os_reason(exc)}") from None
     shown = ", ".join(str(p) for p in written)
     if interrupted:
-        finished = ", ".join(state.done) or "none"
-        print(
-            f"{PROG}: interrupted; wrote {shown} with the finished steps ({finished}). "
-            "Re-run with the same --cache to resume.",
-            file=err,
-        )
+        print(f"{PROG}: interrupted; wrote {shown}: {_progress_text(state, frame)}", file=err)
         return EXIT_INTERRUPTED
     say(f"wrote {shown}")
     if not args.quiet:

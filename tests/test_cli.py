@@ -6,6 +6,8 @@ every request to a :class:`~tests.fakes.world.World` served by the fake.
 
 from __future__ import annotations
 
+import _thread
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,7 +157,8 @@ def test_run_every_step_writes_table_bodies_and_files(
     downloaded = long["path"].dropna()
     assert len(downloaded) > 0 and all(Path(p).is_relative_to(files) for p in downloaded)
     # Progress on stderr, the summary on stdout.
-    assert "[1/5] resolve" in captured.err and "[5/5] related" in captured.err
+    assert "running resolve, bodies, files, licences, related" in captured.err
+    assert "resolve: " in captured.err and "related: " in captured.err
     assert "resolved" in captured.out and "licence_basis" in captured.out
 
 
@@ -234,25 +237,43 @@ def test_keys_come_from_the_environment_and_never_show(
         assert value.encode() not in stored
 
 
-def test_interrupt_writes_the_finished_steps(
+def test_interrupt_writes_the_finished_rows(
     world: FakeUpstream,
     export: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    async def interrupted(run: Any, state: Any) -> None:
-        raise KeyboardInterrupt
+    from litfetch_df.frame import onepass
 
-    monkeypatch.setitem(cli._STEP_FUNCTIONS, "licences", interrupted)
+    original = onepass._licence_work
+    calls: list[object] = []
+
+    async def interrupting(http: Any, item: Any) -> Any:
+        # The third article's licence presses Ctrl-C and never ends; the others finish.
+        calls.append(item)
+        if len(calls) == 3:
+            await asyncio.sleep(0.2)  # let the units already running finish
+            _thread.interrupt_main()
+            await asyncio.sleep(60)
+        return await original(http, item)
+
+    monkeypatch.setattr(onepass, "_licence_work", interrupting)
     out = tmp_path / "partial.csv"
-    code = run(["run", str(export), "-o", str(out), "--no-progress", "-q"], world)
+    code = run(
+        ["run", str(export), "-o", str(out), "--no-progress", "-q", "--concurrency", "1"], world
+    )
     err = capsys.readouterr().err
     assert code == cli.EXIT_INTERRUPTED == 130
-    assert "interrupted" in err and "resolve, bodies, files" in err and "Traceback" not in err
+    assert "interrupted" in err and "Traceback" not in err
+    assert "rows finished" in err and "same --cache" in err
     table = pd.read_csv(out, dtype="string")
-    assert "body_source" in table.columns and "n_files" in table.columns
-    assert "licence" not in table.columns
+    assert len(table) == len(pd.read_csv(export, dtype="string"))  # every row, kept in order
+    errors = table["licence_error"].fillna("").tolist()
+    stopped = [i for i, e in enumerate(errors) if "abandoned: interrupted" in e]
+    assert stopped  # the unfinished rows say so, and a re-run retries them
+    finished = table["body_source"].notna() & ~table.index.isin(stopped)
+    assert finished.sum() >= 1  # rows finished before the interrupt are kept
     assert (tmp_path / "partial.files.csv").is_file()
 
 
@@ -408,10 +429,10 @@ def test_an_unexpected_failure_is_one_line_and_keeps_finished_steps(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    async def broken(run: Any, state: Any) -> None:
+    def broken(frame: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(cli._STEP_FUNCTIONS, "related", broken)
+    monkeypatch.setattr(cli, "files_long", broken)  # fails once run() has finished
     out = tmp_path / "partial.csv"
     code = run(["run", str(export), "-o", str(out), "--no-progress", "-q"], world)
     assert code == cli.EXIT_ERROR == 1
