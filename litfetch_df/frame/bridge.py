@@ -162,6 +162,7 @@ def _interrupted_text(partial: Any) -> str:
     rows = len(partial) if hasattr(partial, "__len__") else None
     size = f" ({rows} rows)" if rows is not None else ""
     return (
-        f"interrupted; the partial result{size} is this exception's .partial: unfinished rows "
-        "are marked 'abandoned: interrupted', and passing it to the same call works only those"
+        f"interrupted; the partial result{size} is this exception's .partial (in a notebook: "
+        "sys.last_value.partial): unfinished rows are marked 'abandoned: interrupted', and "
+        "calling the same method on it works only those"
     )
