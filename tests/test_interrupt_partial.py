@@ -11,7 +11,7 @@ from __future__ import annotations
 import _thread
 import asyncio
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,6 +19,7 @@ import pytest
 
 import litfetch_df
 from litfetch_df import ArticleIds, Blob, Http, Interrupted
+from litfetch_df.frame import pipeline
 from litfetch_df.frame.bridge import offer_partial, run_sync
 from litfetch_df.frame.pipeline import is_abandoned
 from tests.fake_upstream import FakeUpstream
@@ -128,6 +129,38 @@ def test_an_interrupted_run_hands_back_its_finished_rows(world: FakeUpstream) ->
     )
     assert again.calls == [HANG]
     assert out["body_source"].tolist()[3] == "europe_pmc"
+
+
+def test_an_interrupted_resolve_keeps_its_finished_chunks(
+    world: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "RESOLVE_CHUNK", 2)
+    calls: list[list[str | None]] = []
+
+    async def batch(ids: Sequence[ArticleIds], http: Http) -> tuple[Sequence[ArticleIds], set[int]]:
+        calls.append([i.doi for i in ids])
+        if len(calls) == 2:  # the second chunk presses Ctrl-C and never answers
+            _thread.interrupt_main()
+            await asyncio.sleep(60)
+        return [ArticleIds(pmid=str(30000000 + len(calls))) for _ in ids], set()
+
+    dois = ["10.1000/a", "10.1000/b", "10.1000/c", "10.1000/d"]
+    df = pd.DataFrame({"doi": dois})
+    with pytest.raises(Interrupted) as caught:
+        df.lit.resolve(resolver=batch, session=session_for(world), progress=False, concurrency=1)
+    partial = caught.value.partial
+    assert isinstance(partial, pd.DataFrame) and len(partial) == 4
+    assert partial["pmid"].tolist()[:2] == ["30000001", "30000001"]  # the finished chunk
+    errors = partial["resolve_error"].tolist()
+    assert pd.isna(errors[0]) and all(is_abandoned(e) for e in errors[2:])
+    assert partial["doi"].tolist() == dois  # the unfinished rows keep their own ids
+
+    calls.clear()
+    out = partial.lit.resolve(
+        resolver=batch, session=session_for(world), progress=False, concurrency=1
+    )
+    assert calls == [["10.1000/c", "10.1000/d"]]  # only the interrupted chunk again
+    assert out["pmid"].tolist() == ["30000001", "30000001", "30000001", "30000001"]
 
 
 def test_an_interrupt_with_nothing_offered_is_a_plain_keyboard_interrupt() -> None:

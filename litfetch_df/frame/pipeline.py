@@ -538,10 +538,29 @@ async def _resolve(
         )
 
     chunk_rows = {i: sum(counts[k] for k in chunk) for i, chunk in enumerate(chunks)}
-    outcomes = await _run(ctx, chunk_rows, work, "resolve", empty=lambda _: False)
+    outcomes = await _run(
+        ctx,
+        chunk_rows,
+        work,
+        "resolve",
+        empty=lambda _: False,
+        partial=lambda done: _resolved_frame(frame, plan, first, row_key, chunks, done),
+    )
+    return _resolved_frame(frame, plan, first, row_key, chunks, outcomes)
+
+
+def _resolved_frame(
+    frame: pd.DataFrame,
+    plan: _Plan,
+    first: Mapping[ArticleIds, ArticleIds],
+    row_key: Sequence[ArticleIds],
+    chunks: Sequence[Sequence[ArticleIds]],
+    outcomes: Mapping[int, Outcome[tuple[dict[ArticleIds, ArticleIds], set[ArticleIds], str]]],
+) -> pd.DataFrame:
+    """The resolve step's frame from its chunks' outcomes (a chunk not done: interrupted)."""
     per_key: dict[ArticleIds, Outcome[ArticleIds]] = {}
     for index, chunk in enumerate(chunks):
-        outcome = outcomes[index]
+        outcome = outcomes.get(index, INTERRUPTED)
         if outcome.value is None:
             for k in chunk:
                 per_key[k] = Outcome(value=first[k], error=outcome.error)
@@ -1137,7 +1156,6 @@ async def fetch_files(
             written = await asyncio.to_thread(out.write, path, blob.content)
             return str(written), len(blob.content)
 
-        outcomes = await _run(ctx, counts, work, "fetch_files", label=lambda _: "written")
         plan = _Plan(
             bundles=tuple(ArticleIds() for _ in range(n)),
             parse_errors=tuple(parse_errors),
@@ -1145,15 +1163,28 @@ async def fetch_files(
             rerun=rerun,
         )
 
-        def row_outcome(i: int) -> Outcome[Any] | None:
-            if i in row_key:
-                return outcomes.get(row_key[i])
-            return Outcome()
-
         def cells(value: tuple[str, int]) -> dict[str, object]:
             return {"path": value[0], "size": value[1]}
 
-        return _fill(frame, plan, row_outcome, cells, _FETCH_DTYPES, "fetch_error")
+        def build(
+            done: Mapping[File, Outcome[tuple[str, int] | None]], missing: Outcome[Any] | None
+        ) -> pd.DataFrame:
+            def row_outcome(i: int) -> Outcome[Any] | None:
+                if i in row_key:
+                    return done.get(row_key[i], missing)
+                return Outcome()
+
+            return _fill(frame, plan, row_outcome, cells, _FETCH_DTYPES, "fetch_error")
+
+        outcomes = await _run(
+            ctx,
+            counts,
+            work,
+            "fetch_files",
+            label=lambda _: "written",
+            partial=lambda done: build(done, INTERRUPTED),
+        )
+        return build(outcomes, None)
 
 
 # -- relations --------------------------------------------------------------------------------
