@@ -654,7 +654,7 @@ def _progress_text(state: _State, original: pd.DataFrame) -> str:
         return f"every step finished; the file downloads did not. {resume}"
     if state.frame is original:
         return f"no step finished. {resume}"
-    errors = [c for c in state.frame.columns if str(c).endswith("_error") and c != "resolve_error"]
+    errors = [c for c in state.frame.columns if str(c).endswith("_error")]
     unfinished = {
         i
         for column in errors
