@@ -601,12 +601,12 @@ async def _run_all(
         state.frame = await lit.run_async(
             steps=steps, out_dir=run.bodies_dir, **run.common, **run.explicit
         )
+        state.done = True  # every step is in the frame; only the downloads may remain
         if "files" in steps:
             state.files = files_long(state.frame)
             if run.files_dir is not None and len(state.files):
                 fetch = LitFrameAccessor(state.files).fetch_files_async
                 state.files = await fetch(run.files_dir, **run.common)
-        state.done = True
         for step in steps:
             say(_step_line(step, state.frame, state))
 
@@ -651,7 +651,7 @@ def _progress_text(state: _State, original: pd.DataFrame) -> str:
     """How far an interrupted run got, and how to go on."""
     resume = "Re-run with the same --cache to resume without repeating finished requests."
     if state.done:
-        return f"every step finished; the file downloads did not. {resume}"
+        return f"every step finished; some file downloads did not. {resume}"
     if state.frame is original:
         return f"no step finished. {resume}"
     errors = [c for c in state.frame.columns if str(c).endswith("_error")]
@@ -770,8 +770,13 @@ def _command_run(
             run_sync(lambda: _run_all(run, state, args.steps, say), name="litfetch-df-run")
         except Interrupted as exc:
             interrupted = True
-            if isinstance(exc.partial, pd.DataFrame) and not state.done:
-                state.frame = exc.partial
+            if isinstance(exc.partial, pd.DataFrame):
+                # Before the steps were done the partial is the articles table; after, it
+                # is the list of files being downloaded.
+                if state.done:
+                    state.files = exc.partial
+                else:
+                    state.frame = exc.partial
         except KeyboardInterrupt:
             interrupted = True
         except Exception:

@@ -244,9 +244,9 @@ def test_interrupt_writes_the_finished_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame import onepass
+    from litfetch_df.frame import onepass, pipeline
 
-    original = onepass._licence_work
+    original = pipeline._licence_work
     calls: list[object] = []
 
     async def interrupting(http: Any, item: Any) -> Any:
