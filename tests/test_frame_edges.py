@@ -225,11 +225,6 @@ def test_relations_key_back_to_the_original_labels(shape: str) -> None:
     assert long["doi"].tolist() == ["10.1000/a", "10.1000/a", "10.1000/d"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline._long builds pd.Index(labels) without tupleize_cols=False: a flat index "
-    "of tuples becomes a MultiIndex and, when named, raises 'Names should be list-like'",
-)
 def test_long_forms_on_a_frame_indexed_by_tuples() -> None:
     pdf = File(FileKind.BODY, "static", "application/pdf", f"https://{FILES}/get/a.pdf", "a.pdf")
     df = pd.DataFrame({"pair": [("x", 1), ("y", 2)], "pmcid": ["PMC1", "PMC2"]})
@@ -353,16 +348,11 @@ def test_a_user_column_named_like_an_output_column_is_replaced(
     assert list(out.columns).count(column) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="columns.detect_id_columns still auto-detects a column the caller named for "
-    "another kind: a Series named 'pmid' passed kind='doi' is parsed as both",
-)
 def test_a_column_named_for_one_kind_is_not_also_read_as_another(world: FakeUpstream) -> None:
     s = pd.Series(["10.1000/abc.1"], name="pmid")
     out = slit(s).resolve(kind="doi", **arguments("resolve", world))
     assert out.loc[0, "pmcid"] == "PMC7000001"
-    assert cells(out["resolve_error"]) == [None]  # today: "invalid pmid: '10.1000/abc.1'"
+    assert cells(out["resolve_error"]) == [None]
 
 
 # -- all-NA ids ----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..files import FileKind
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from . import onepass, pipeline
 from .bridge import run_sync
-from .columns import IdColumns, detect_id_columns, kind_of_name, sniff_kind
+from .columns import CANONICAL, IdColumns, detect_id_columns, kind_of_name, sniff_kind
 from .pipeline import CallOptions
 from .summary import summarise
 
@@ -488,6 +488,10 @@ class LitSeriesAccessor:
     def _frame(self, kind: str | None) -> tuple[pd.DataFrame, dict[str, Any]]:
         which = self.kind(kind)
         label = self._series.name if self._series.name is not None else which
+        if label in CANONICAL and label != which:
+            # Named for another kind (a Series 'pmid' holding DOIs): the steps would write
+            # that kind's canonical column over it, so it goes by its own kind's name.
+            label = which
         return self._series.to_frame(name=label), {which: label}
 
     def _lit(self, kind: str | None) -> tuple[LitFrameAccessor, dict[str, Any]]:

@@ -147,22 +147,25 @@ def detect_id_columns(
         if label not in cols:
             raise KeyError(f"{kind}={label!r} is not a column of this frame (columns: {cols!r})")
         found[kind] = label
+    # A column the caller named for one kind is not also read as another.
+    claimed = list(found.values())
+    free = [c for c in cols if not any(c is label or c == label for label in claimed)]
     for kind, names in ACCEPTED_NAMES.items():
         if kind in found:
             continue
-        exact = [c for c in cols if isinstance(c, str) and c == kind]
+        exact = [c for c in free if isinstance(c, str) and c == kind]
         if exact:
             found[kind] = exact[0]
             continue
         best: tuple[int, int] | None = None
-        for position, col in enumerate(cols):
+        for position, col in enumerate(free):
             folded = normalise_name(col)
             if folded in names:
                 rank = (names.index(folded), position)
                 if best is None or rank < best:
                     best = rank
         if best is not None:
-            found[kind] = cols[best[1]]
+            found[kind] = free[best[1]]
     result = IdColumns(**found)
     if result.is_empty():
         raise ValueError(

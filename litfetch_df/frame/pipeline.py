@@ -1020,7 +1020,10 @@ def _long(
                 rows[k].append(ids[k][pos])
             for name, read in fields.items():
                 rows[name].append(read(item))
-    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype)
+    # tupleize_cols=False: a flat index whose labels are tuples must not become a MultiIndex.
+    index = pd.Index(
+        labels, name=frame.index.name, dtype=frame.index.dtype, tupleize_cols=False
+    )
     if isinstance(frame.index, pd.MultiIndex):
         index = (
             pd.MultiIndex.from_tuples(
