@@ -451,11 +451,6 @@ def test_run_again_keeps_finished_rows_and_works_only_the_abandoned(world: FakeU
     pd.testing.assert_frame_equal(last, more)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a row whose resolution was abandoned gets 'no body, no error' from the bodies "
-    "step (its PMCID was unknown), so the re-run resolves it but never fetches its body",
-)
 def test_run_again_after_an_abandoned_resolution_fetches_the_newly_resolved_rows(
     world: FakeUpstream,
 ) -> None:
@@ -465,4 +460,33 @@ def test_run_again_after_an_abandoned_resolution_fetches_the_newly_resolved_rows
     assert first["resolve_error"].map(is_abandoned).all()
     again = call("run", first, world, steps=("resolve", "bodies"))
     assert again["pmcid"].tolist() == ["PMC7000001", "PMC7000002"]
-    assert cells(again["body_source"]) == ["europe_pmc", "europe_pmc"]  # today: None, None
+    assert cells(again["body_source"]) == ["europe_pmc", "europe_pmc"]
+
+
+def test_a_step_after_an_abandoned_resolution_is_abandoned_until_the_ids_are_resolved(
+    world: FakeUpstream,
+) -> None:
+    world.fail_next(NCBI, IDCONV, *[FakeResponse(503, b"busy")] * 3)
+    df = pd.DataFrame({"PMID": ["30000001", "30000002"]})
+    first = call("fetch_bodies", df, world)
+    assert first["resolve_error"].map(is_abandoned).all()
+    body_errors = cells(first["body_error"])
+    # Nothing found, but only because the PMCIDs were never learnt: abandoned, not absent.
+    assert all(
+        isinstance(e, str) and e.startswith("abandoned: ids not resolved") for e in body_errors
+    )
+    again = call("fetch_bodies", call("resolve", first, world), world)
+    assert cells(again["pmcid"]) == ["PMC7000001", "PMC7000002"]
+    assert cells(again["body_source"]) == ["europe_pmc", "europe_pmc"]
+    assert cells(again["body_error"]) == [None, None]
+
+
+def test_a_step_that_finds_something_despite_an_abandoned_resolution_is_not_abandoned(
+    world: FakeUpstream,
+) -> None:
+    world.fail_next(NCBI, IDCONV, *[FakeResponse(503, b"busy")] * 3)
+    df = pd.DataFrame({"PMCID": ["PMC7000001"], "PMID": ["30000001"]})
+    out = call("fetch_bodies", df, world)
+    assert is_abandoned(cells(out["resolve_error"])[0])
+    assert cells(out["body_source"]) == ["europe_pmc"]  # the PMCID it had was enough
+    assert cells(out["body_error"]) == [None]

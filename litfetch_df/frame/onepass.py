@@ -499,13 +499,19 @@ def _assemble(
     A row whose unit has no result gets ``missing`` (``None``: left as it was).
     """
     out = base
-    specs: list[tuple[str, Callable[[_UnitResult, int], Outcome[Any] | None], Any, Any]] = [
-        ("bodies", lambda r, i: r.body, _body_cells, body_dtypes),
-        ("files", lambda r, i: r.files, _files_cells, _FILES_DTYPES),
-        ("licences", lambda r, i: r.licences.get(i), _licence_cells, _LICENCE_DTYPES),
-        ("related", lambda r, i: r.related, _related_cells, _RELATED_DTYPES),
+    specs: list[tuple[str, Callable[[_UnitResult, int], Outcome[Any] | None], Any, Any, Any]] = [
+        ("bodies", lambda r, i: r.body, _body_cells, body_dtypes, _is_none),
+        ("files", lambda r, i: r.files, _files_cells, _FILES_DTYPES, _none_found),
+        (
+            "licences",
+            lambda r, i: r.licences.get(i),
+            _licence_cells,
+            _LICENCE_DTYPES,
+            _licence_empty,
+        ),
+        ("related", lambda r, i: r.related, _related_cells, _RELATED_DTYPES, _none_found),
     ]
-    for step, pick, cells, dtypes in specs:
+    for step, pick, cells, dtypes, empty in specs:
         plan = plans.get(step)
         if plan is None:
             continue
@@ -518,7 +524,7 @@ def _assemble(
             found = results.get(plan.row_key[i])
             return pick(found, i) if found is not None else missing
 
-        out = _fill(out, plan.plan, row_outcome, cells, dtypes, _ERROR_COLUMN[step])
+        out = _fill(out, plan.plan, row_outcome, cells, dtypes, _ERROR_COLUMN[step], empty)
     return out
 
 

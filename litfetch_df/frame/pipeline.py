@@ -341,6 +341,8 @@ class _Plan:
     parse_errors: tuple[str | None, ...]
     todo: tuple[int, ...]
     rerun: bool
+    # Per row, why its ids may be incomplete: the abandoned resolve_error, if any.
+    unresolved: tuple[str | None, ...] = ()
 
 
 def _plan(
@@ -360,7 +362,13 @@ def _plan(
         for i, ids in enumerate(parsed.bundles)
         if not ids.is_empty() and (not rerun or is_abandoned(previous[i]))
     )
-    return _Plan(parsed.bundles, parsed.errors, todo, rerun)
+    unresolved: tuple[str | None, ...] = ()
+    if error_column != "resolve_error" and "resolve_error" in frame.columns:
+        unresolved = tuple(
+            e if isinstance(e, str) and is_abandoned(e) else None
+            for e in _previous(frame, "resolve_error")
+        )
+    return _Plan(parsed.bundles, parsed.errors, todo, rerun, unresolved)
 
 
 def _parse_ids(frame: pd.DataFrame, ctx: _Ctx) -> ParsedIds:
@@ -390,8 +398,14 @@ def _fill(
     cells: Callable[[Any], Mapping[str, object]],
     dtypes: Mapping[str, str],
     error_column: str,
+    empty: Callable[[Any], bool] = _is_none,
 ) -> pd.DataFrame:
-    """Build the step's columns: processed rows from their outcome, others kept or NA."""
+    """Build the step's columns: processed rows from their outcome, others kept or NA.
+
+    A row that found nothing (``empty``) while its ids were left unresolved
+    (its resolution was abandoned) is abandoned too, not absent: with the
+    missing ids the step might have found something, so a re-run retries it.
+    """
     n = len(frame)
     names = [c for c in dtypes if c != error_column]
     values: dict[str, list[object]] = {
@@ -405,7 +419,11 @@ def _fill(
         row = cells(outcome.value) if outcome.value is not None else {}
         for c in names:
             values[c][i] = row.get(c)
-        errors[i] = _join(plan.parse_errors[i], outcome.error)
+        error = outcome.error
+        reason = plan.unresolved[i] if plan.unresolved else None
+        if error is None and reason is not None and (outcome.value is None or empty(outcome.value)):
+            error = f"abandoned: ids not resolved ({_short(reason.removeprefix('abandoned: '))})"
+        errors[i] = _join(plan.parse_errors[i], error)
     values[error_column] = errors
     return _with_columns(frame, values, dtypes)
 
@@ -486,12 +504,18 @@ async def _bundle_step(
 
     def build(done: Mapping[ArticleIds, Outcome[R]]) -> pd.DataFrame:
         return _fill(
-            base, plan, lambda i: done.get(row_key[i], INTERRUPTED), cells, dtypes, error_column
+            base,
+            plan,
+            lambda i: done.get(row_key[i], INTERRUPTED),
+            cells,
+            dtypes,
+            error_column,
+            empty,
         )
 
     async with bulk.primed(ctx.session, list(first.values()), services, credentials=credentials):
         outcomes = await _run(ctx, counts, unit, desc, empty=empty, label=label, partial=build)
-    return _fill(base, plan, lambda i: outcomes.get(row_key[i]), cells, dtypes, error_column)
+    return _fill(base, plan, lambda i: outcomes.get(row_key[i]), cells, dtypes, error_column, empty)
 
 
 # -- resolve ----------------------------------------------------------------------------------
@@ -610,10 +634,19 @@ async def resolve(
 
 async def _ensure_resolved(
     frame: pd.DataFrame, ctx: _Ctx, resolve_first: bool, resolver: BatchResolver | None
-) -> pd.DataFrame:
-    if resolve_first and not is_resolved(frame):
-        return await _resolve(frame, ctx, resolver, False)
-    return frame
+) -> tuple[pd.DataFrame, _Ctx]:
+    """Resolve ``frame`` first when asked; return it and the context its step reads ids with.
+
+    A frame resolved before is taken as it is (``resolve()`` or ``run()``
+    retries its abandoned rows). Once resolved, the canonical columns hold the
+    resolved ids, so the step reads those rather than the columns named for
+    the resolve step.
+    """
+    if not resolve_first:
+        return frame, ctx
+    if not is_resolved(frame):
+        frame = await _resolve(frame, ctx, resolver, False)
+    return frame, dataclasses.replace(ctx, explicit={})
 
 
 # -- bodies -----------------------------------------------------------------------------------
@@ -724,7 +757,7 @@ async def fetch_bodies(
     plus ``body_source``, ``body_media_type``, ``body_size``, ``body_error``.
     """
     async with _context(config or {}) as ctx:
-        base = await _ensure_resolved(frame, ctx, resolve, resolver)
+        base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
         plan = _plan(base, ctx, "body_error", force)
         step = _Bodies(
             fetchers,
@@ -848,7 +881,7 @@ async def licences(
     licence — asked of Unpaywall by DOI (basis ``'unpaywall'``; needs a contact).
     """
     async with _context(config or {}) as ctx:
-        base = await _ensure_resolved(frame, ctx, resolve, resolver)
+        base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
         plan = _plan(base, ctx, "licence_error", force)
         bodies = _previous(base, "body")
         paths = _previous(base, "body_path")
@@ -882,6 +915,7 @@ async def licences(
                 _licence_cells,
                 _LICENCE_DTYPES,
                 "licence_error",
+                _licence_empty,
             )
 
         outcomes = await _run(
@@ -900,6 +934,7 @@ async def licences(
             _licence_cells,
             _LICENCE_DTYPES,
             "licence_error",
+            _licence_empty,
         )
 
 
@@ -949,7 +984,7 @@ async def _list_files(
     resolve: bool,
     force: bool,
 ) -> pd.DataFrame:
-    base = await _ensure_resolved(frame, ctx, resolve, resolver)
+    base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
     plan = _plan(base, ctx, "files_error", force)
     step = _Files(sources, kind, dict(ctx.options.credentials))
     return await _bundle_step(
@@ -1021,9 +1056,7 @@ def _long(
             for name, read in fields.items():
                 rows[name].append(read(item))
     # tupleize_cols=False: a flat index whose labels are tuples must not become a MultiIndex.
-    index = pd.Index(
-        labels, name=frame.index.name, dtype=frame.index.dtype, tupleize_cols=False
-    )
+    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype, tupleize_cols=False)
     if isinstance(frame.index, pd.MultiIndex):
         index = (
             pd.MultiIndex.from_tuples(
@@ -1228,7 +1261,7 @@ async def _related(
     resolve: bool,
     force: bool,
 ) -> pd.DataFrame:
-    base = await _ensure_resolved(frame, ctx, resolve, resolver)
+    base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
     plan = _plan(base, ctx, "related_error", force)
     return await _bundle_step(
         base,
