@@ -203,7 +203,8 @@ def article_table(result: pd.DataFrame, *, width: int | None = 48) -> pd.DataFra
     """Return one compact row per article of a demo (or any pipeline) result.
 
     Columns: ``article`` (PMCID, else DOI, else PMID), ``body`` (the body's
-    source), ``licence``, ``access``, ``n_files``, ``related`` (``"published
+    source), ``licence`` (its family where the frame has ``licence_family``),
+    ``access``, ``n_files``, ``related`` (``"published
     <doi>"`` / ``"preprint <doi>"``) and ``problems`` (the steps whose error
     column is set). Text longer than ``width`` characters is shortened with
     ``…`` (``width=None`` keeps it whole).
@@ -218,7 +219,9 @@ def article_table(result: pd.DataFrame, *, width: int | None = 48) -> pd.DataFra
             {
                 "article": _article(row),
                 "body": row.get("body_source"),
-                "licence": row.get("licence"),
+                # The family where the frame has one: short, and the same for one
+                # licence however its sources wrote it.
+                "licence": row.get("licence_family", row.get("licence")),
                 "access": row.get("access"),
                 "n_files": row.get("n_files"),
                 "related": _related_text(row.get("related")),

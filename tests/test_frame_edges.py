@@ -339,10 +339,11 @@ def test_a_user_column_named_like_a_step_error_column_counts_as_a_previous_run(
 def test_a_user_column_named_like_an_output_column_is_replaced(
     world: FakeUpstream, method: str, column: str
 ) -> None:
-    # Not documented (only `pmid`/`pmcid`/`doi`/`bookid` are said to be replaced): this
-    # pins today's behaviour, the step's column overwriting the user's without a word.
+    # The step's column takes the place of the caller's, and says so (docs/accessor-reference).
     df = pd.DataFrame({"pmcid": ["PMC7000001", "PMC7000009"], column: ["mine", "mine too"]})
-    out = call(method, df, world)
+    with pytest.warns(UserWarning, match=rf"'{column}' already in the frame are replaced"):
+        out = call(method, df, world)
+    assert cells(df[column]) == ["mine", "mine too"]  # the input frame keeps its own
     assert not {"mine", "mine too"} & set(cells(out[column]))
     assert str(out[column].dtype) == "string"
     assert list(out.columns).count(column) == 1

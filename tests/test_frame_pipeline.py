@@ -475,7 +475,7 @@ async def test_licences_read_from_body_files(world: FakeUpstream, tmp_path: Path
     a = await on_disk.lit.licences_async(resolve=False, session=session, **CFG)
     b = await in_memory.lit.licences_async(resolve=False, session=session, **CFG)
     assert world.count() == 0  # the bytes carry the licence: no Unpaywall request
-    cols = ["licence", "access", "licence_basis", "licence_error"]
+    cols = ["licence", "licence_family", "access", "licence_basis", "licence_error"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
     assert a["licence_basis"].tolist() == ["artifact", "artifact"]
     assert a.loc[0, "licence"] == "http://creativecommons.org/licenses/by/2.0"

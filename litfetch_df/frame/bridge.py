@@ -81,6 +81,7 @@ class _Runner(threading.Thread):
         self.started_loop = threading.Event()
         self.finished = threading.Event()
         self.cancel_requested = False
+        self._cancel_sent = False
         self.partial: list[Any] = []
 
     def run(self) -> None:
@@ -110,7 +111,10 @@ class _Runner(threading.Thread):
     def cancel(self) -> None:
         self.cancel_requested = True
         loop, task = self.loop, self.task
-        if loop is not None and task is not None:
+        if loop is not None and task is not None and not self._cancel_sent:
+            # Once only: a second cancel would land in the unwinding itself and cut short
+            # the closing of connections (``async with`` exits) that the first one started.
+            self._cancel_sent = True
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(task.cancel)
 
@@ -133,13 +137,17 @@ def run_sync(
     the coroutine offered (:func:`offer_partial`), if any.
     """
     runner = _Runner(factory, name)
-    runner.start()
     try:
+        # Inside the try: the worker may run far enough to be interrupted before start()
+        # has even returned here.
+        runner.start()
         # Wait on an Event, not Thread.join: an interrupted join can mark a still
         # running thread as stopped (bpo-45274), after which it could not be awaited.
         while not runner.finished.wait(_POLL):
             pass
     except KeyboardInterrupt:
+        if runner.ident is None:
+            raise  # interrupted before the worker thread existed: nothing to stop
         log.info("interrupted; cancelling the running work")
         runner.cancel()
         runner.started_loop.wait(grace)

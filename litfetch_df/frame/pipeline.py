@@ -63,6 +63,7 @@ from .columns import (
     detect_id_columns,
     parse_rows,
 )
+from .licence_family import licence_family
 from .options import Options, effective, get_options
 from .outdir import OutDir
 from .progress import Progress
@@ -408,6 +409,18 @@ def _fill(
     """
     n = len(frame)
     names = [c for c in dtypes if c != error_column]
+    if error_column not in frame.columns:
+        taken = [c for c in names if c in frame.columns]
+        if taken:
+            # Without the step's error column these are the caller's own columns, not an
+            # earlier run of the step: say so rather than replace them silently.
+            warnings.warn(
+                f"column(s) {', '.join(map(repr, taken))} already in the frame are replaced "
+                f"by this step's output (rename them to keep them; a frame holding "
+                f"{error_column!r} counts as an earlier run of the step and is updated)",
+                UserWarning,
+                stacklevel=2,
+            )
     values: dict[str, list[object]] = {
         c: (_previous(frame, c) if plan.rerun else [None] * n) for c in names
     }
@@ -783,6 +796,7 @@ async def fetch_bodies(
 
 _LICENCE_DTYPES: Final = {
     "licence": "string",
+    "licence_family": "string",
     "access": "string",
     "licence_basis": "string",
     "licence_error": "string",
@@ -845,7 +859,12 @@ async def _licence_work(http: Http, item: _LicenceInput) -> SourceMetadata:
 def _licence_cells(meta: SourceMetadata) -> dict[str, object]:
     if meta.is_empty():
         return {}
-    return {"licence": meta.licence, "access": meta.access, "licence_basis": meta.basis}
+    return {
+        "licence": meta.licence,
+        "licence_family": licence_family(meta.licence),
+        "access": meta.access,
+        "licence_basis": meta.basis,
+    }
 
 
 def _licence_label(meta: SourceMetadata) -> str | None:

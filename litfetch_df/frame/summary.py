@@ -27,8 +27,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     """Return counts of what the frame holds, indexed by ``(section, item)``.
 
     Sections: ``rows`` (total); ``resolved`` (non-NA canonical ids per kind);
-    ``bodies`` (rows per ``body_source``); ``licences`` (rows per raw
-    ``licence``) and ``licence_basis`` (per basis); ``files`` (rows with at
+    ``bodies`` (rows per ``body_source``); ``licences`` (rows per
+    ``licence_family``, or per raw ``licence`` on a frame without families)
+    and ``licence_basis`` (per basis); ``files`` (rows with at
     least one file, and files in total); ``errors`` (rows with an error per
     step) and ``abandoned`` (the retryable part of those). Columns: ``count``
     (Int64) and ``share`` (fraction of all rows, Float64).
@@ -38,9 +39,12 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     for kind in CANONICAL:
         if kind in frame.columns:
             entries.append(("resolved", kind, int(frame[kind].notna().sum())))
+    # Licences are counted by family when the frame has one: the same licence written as
+    # a URL by one source and as "cc-by" by another is one licence to a reader.
+    licence = "licence_family" if "licence_family" in frame.columns else "licence"
     for column, section in (
         ("body_source", "bodies"),
-        ("licence", "licences"),
+        (licence, "licences"),
         ("licence_basis", "licence_basis"),
     ):
         if column in frame.columns:
