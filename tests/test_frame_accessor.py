@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import litfetch_df.frame  # registers .lit
-from litfetch_df import Blob, File, FileKind, Session
+from litfetch_df import PDF, Blob, File, FileKind, Session
 from litfetch_df.frame import options as opts
 from litfetch_df.frame.accessor import LitFrameAccessor, LitSeriesAccessor
 from tests.conftest import data_json
@@ -195,6 +195,34 @@ def test_files_lists_first_when_needed_and_fetch_files_downloads(
         tmp_path / "direct", sources=sources, session=session, progress=False
     )
     assert len(direct) == 3
+
+
+def test_a_url_two_sources_list_for_one_article_is_downloaded_once(
+    world: FakeUpstream, tmp_path: Path
+) -> None:
+    pdf = f"https://{FILES}/get/a.pdf"
+    one = StaticFiles("one", {"PMC7000001": (File(FileKind.BODY, "one", PDF, pdf, "a.pdf"),)})
+    two = StaticFiles(
+        "two",
+        {
+            "PMC7000001": (File(FileKind.BODY, "two", PDF, pdf, "paper.pdf"),),
+            "PMC7000002": (File(FileKind.BODY, "two", PDF, pdf, "a.pdf"),),
+        },
+    )
+    df = pd.DataFrame({"pmcid": ["PMC7000001", "PMC7000002"]})
+    common: dict[str, Any] = {"session": session_for(world), "progress": False}
+    long = df.lit.files(sources=[one, two], resolve=False, **common)
+    assert long["source"].tolist() == ["one", "two", "two"]  # the listing keeps both
+    got = long.lit.fetch_files(tmp_path, sources=[one, two], **common)
+    downloads = [r for r in world.requests(FILES) if r.path == "/get/a.pdf"]
+    assert len(downloads) == 2  # once for the first article, once for the second
+    paths = got["path"].tolist()
+    assert paths[0] == paths[1] != paths[2]  # the first article's two rows share one file
+    assert got["fetch_error"].isna().all()
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.pdf")) == [
+        "PMC7000001/a.pdf",
+        "PMC7000002/a.pdf",
+    ]
 
 
 def test_fetch_files_works_on_a_long_frame_read_back_from_csv(

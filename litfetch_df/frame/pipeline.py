@@ -1186,6 +1186,9 @@ async def fetch_files(
         row_key: dict[int, File] = {}
         counts: dict[File, int] = {}
         owner: dict[File, ArticleIds] = {}
+        # Two sources often list the same URL for one article (a PDF Unpaywall and Semantic
+        # Scholar both know): it is downloaded once, through the first, and shared.
+        same_url: dict[tuple[ArticleIds, str], File] = {}
         for i, record in enumerate(records):
             if rerun and not is_abandoned(previous[i]):
                 continue
@@ -1199,6 +1202,8 @@ async def fetch_files(
                 todo.append(i)
                 continue
             todo.append(i)
+            if file.uri is not None:
+                file = same_url.setdefault((bundle_key(article), file.uri), file)
             row_key[i] = file
             counts[file] = counts.get(file, 0) + 1
             owner.setdefault(file, article)
