@@ -1,7 +1,7 @@
 """``litfetch-df run`` step by step: which columns each ``--steps`` choice adds, the options.
 
 Every run goes in-process through ``cli.main(..., session_factory=routed(fake))`` against
-the synthetic world of tests/test_cli.py (three articles: one in the PMC OA bucket with
+the synthetic world of tests/cli/support.py (three articles: one in the PMC OA bucket with
 supplementary files, one in Europe PMC only, one closed DOI-only with a preprint).
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import _thread
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ import pandas as pd
 import pytest
 
 from litfetch_df import Session, cli
+from tests.cli.support import EXPORT, one_line_error, run
 from tests.fake_upstream import FakeUpstream
-from tests.fakes.world import HOST_S2, World
-from tests.test_cli import ARTICLES, EXPORT, SECRETS, one_line_error, run
+from tests.fakes.world import HOST_S2
 
 INPUT_COLUMNS = ["PMID", "Title", "PMCID", "DOI"]
 TITLES = ["One", "Two", "Three"]
@@ -34,20 +33,6 @@ ADDED: dict[str, list[str]] = {
     "licences": ["licence", "licence_family", "access", "licence_basis", "licence_error"],
     "related": ["related", "n_related", "preprint_doi", "published_doi", "related_error"],
 }
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    # As in test_cli: nothing from the caller's shell, and a keyed (fast) Semantic Scholar.
-    for var in (*SECRETS, "LITFETCH_DF_CONTACT", "LITFETCH_DF_CACHE_DIR", "LITFETCH_DF_OFFLINE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("SEMANTIC_SCHOLAR_API_KEY", SECRETS["SEMANTIC_SCHOLAR_API_KEY"])
-
-
-@pytest.fixture
-def world(fake: FakeUpstream) -> Iterator[FakeUpstream]:
-    World(ARTICLES).install(fake)
-    yield fake
 
 
 @pytest.fixture
