@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import _thread
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litfetch_df import Session, cli
@@ -68,3 +71,24 @@ def one_line_error(err: str, code_text: str) -> None:
     assert lines[-1].startswith("litfetch-df: error:"), err
     assert code_text in lines[-1]
     assert "Traceback" not in err
+
+
+def ctrl_c_on_call(
+    original: Callable[..., Awaitable[Any]], at: int, *, settle: float = 0.0
+) -> tuple[Callable[..., Awaitable[Any]], list[tuple[Any, ...]]]:
+    """Wrap ``original`` so that its ``at``-th call presses Ctrl-C and never returns.
+
+    Returns the wrapper and the list of the calls' arguments. ``settle`` seconds
+    pass first, so that work already running can finish before the interrupt.
+    """
+    calls: list[tuple[Any, ...]] = []
+
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        if len(calls) == at:
+            await asyncio.sleep(settle)
+            _thread.interrupt_main()
+            await asyncio.sleep(60)
+        return await original(*args, **kwargs)
+
+    return wrapper, calls

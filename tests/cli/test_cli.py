@@ -6,8 +6,6 @@ every request to a :class:`~tests.fakes.world.World` served by the fake.
 
 from __future__ import annotations
 
-import _thread
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import pandas as pd
 import pytest
 
 from litfetch_df import cli
-from tests.cli.support import SECRETS, one_line_error, run
+from tests.cli.support import SECRETS, ctrl_c_on_call, one_line_error, run
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import CC_BY, HOST_CROSSREF, HOST_S2
 
@@ -154,18 +152,8 @@ def test_interrupt_writes_the_finished_rows(
 ) -> None:
     from litfetch_df.frame import onepass, pipeline
 
-    original = pipeline._licence_work
-    calls: list[object] = []
-
-    async def interrupting(http: Any, item: Any) -> Any:
-        # The third article's licence presses Ctrl-C and never ends; the others finish.
-        calls.append(item)
-        if len(calls) == 3:
-            await asyncio.sleep(0.2)  # let the units already running finish
-            _thread.interrupt_main()
-            await asyncio.sleep(60)
-        return await original(http, item)
-
+    # The third article's licence presses Ctrl-C and never ends; the others finish.
+    interrupting, _ = ctrl_c_on_call(pipeline._licence_work, 3, settle=0.2)
     monkeypatch.setattr(onepass, "_licence_work", interrupting)
     out = tmp_path / "partial.csv"
     code = run(

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from litfetch_df import Session, cli
-from tests.cli.support import EXPORT, one_line_error, run
+from tests.cli.support import EXPORT, ctrl_c_on_call, one_line_error, run
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import HOST_S2
 
@@ -369,17 +369,8 @@ def test_an_interrupt_during_the_downloads_says_the_steps_finished(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    original = Session.fetch_file
-    calls: list[object] = []
-
-    async def interrupting(self: Session, *args: Any, **kwargs: Any) -> Any:
-        # The second download presses Ctrl-C and never ends.
-        calls.append(args)
-        if len(calls) == 2:
-            _thread.interrupt_main()
-            await asyncio.sleep(60)
-        return await original(self, *args, **kwargs)
-
+    # The second download presses Ctrl-C and never ends.
+    interrupting, calls = ctrl_c_on_call(Session.fetch_file, 2)
     monkeypatch.setattr(Session, "fetch_file", interrupting)
     out, files = tmp_path / "out.csv", tmp_path / "files"
     argv = ["run", str(export), "-o", str(out), "--steps", "bodies,files", "--no-progress"]
@@ -406,20 +397,10 @@ def test_an_interrupt_in_a_subset_of_steps_counts_the_unfinished_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame import onepass
-    from litfetch_df.frame.pipeline import _licence_work as original
+    from litfetch_df.frame import onepass, pipeline
 
-    calls: list[object] = []
-
-    async def interrupting(http: Any, item: Any) -> Any:
-        # The second article's licence presses Ctrl-C and never ends.
-        calls.append(item)
-        if len(calls) == 2:
-            await asyncio.sleep(0.2)  # let the first unit finish
-            _thread.interrupt_main()
-            await asyncio.sleep(60)
-        return await original(http, item)
-
+    # The second article's licence presses Ctrl-C and never ends.
+    interrupting, _ = ctrl_c_on_call(pipeline._licence_work, 2, settle=0.2)
     monkeypatch.setattr(onepass, "_licence_work", interrupting)
     out = tmp_path / "out.csv"
     argv = ["run", str(export), "-o", str(out), "--steps", "licences", "--no-progress", "-q"]
