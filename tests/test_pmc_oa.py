@@ -124,7 +124,7 @@ async def test_fetch_returns_newest_version_comparing_numerically(
     )
     (listing,) = listing_requests(fake)
     assert listing.param("prefix") == "PMC7000001."
-    assert listing.param("delimiter") == "/"
+    assert listing.param("delimiter") is None  # every version's keys in one listing
 
 
 async def test_fetch_honours_an_explicit_version_without_listing(
@@ -308,8 +308,41 @@ async def test_list_files_maps_the_newest_version_folder(
     assert by_name["data.unknownext"].media_type is None
     assert by_name["extra.xml"].media_type == "application/xml"
     assert all(f.credential_key is None and f.description is None for f in files)
-    folder_listing = [r for r in listing_requests(fake) if r.param("delimiter") is None]
-    assert [r.param("prefix") for r in folder_listing] == ["PMC7000001.2/"]
+    # One listing told the newest version and its files.
+    assert [r.param("prefix") for r in listing_requests(fake)] == ["PMC7000001."]
+
+
+async def test_list_files_of_a_named_version_lists_only_its_folder(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    FakeBucket(fake, BUCKET)
+    ids = ArticleIds(pmcid="PMC7000001.1")
+    files = await PmcOaFetcher().list_files(ids, http=fake_session)
+    assert {f.filename for f in files} == {"PMC7000001.1.xml", "old-figure.jpg"}
+    assert [r.param("prefix") for r in listing_requests(fake)] == ["PMC7000001.1/"]
+
+
+async def test_keys_of_another_article_with_the_same_digits_are_not_its_versions(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    # A bucket answering more than the prefix asked (or a lax fake) must not lend PMC70000011's
+    # version 99 to PMC7000001.
+    fake.route(
+        HOST,
+        r"/",
+        FakeResponse(
+            200,
+            (
+                f'<?xml version="1.0"?><ListBucketResult xmlns="{NS}">'
+                "<IsTruncated>false</IsTruncated>"
+                "<Contents><Key>PMC7000001.1/PMC7000001.1.xml</Key><Size>5</Size></Contents>"
+                "<Contents><Key>PMC70000011.99/PMC70000011.99.xml</Key><Size>5</Size></Contents>"
+                "</ListBucketResult>"
+            ).encode(),
+        ),
+    )
+    files = await PmcOaFetcher().list_files(ArticleIds(pmcid="PMC7000001"), http=fake_session)
+    assert [f.filename for f in files] == ["PMC7000001.1.xml"]
 
 
 async def test_list_files_follows_continuation_tokens(
@@ -318,9 +351,9 @@ async def test_list_files_follows_continuation_tokens(
     FakeBucket(fake, BUCKET, max_keys=3)
     files = await PmcOaFetcher().list_files(ArticleIds(pmcid="PMC7000001"), http=fake_session)
     assert len(files) == 8
-    folder_pages = [r for r in listing_requests(fake) if r.param("delimiter") is None]
-    assert len(folder_pages) == 3  # 9 keys (the .json included) at 3 a page
-    assert [r.param("continuation-token") for r in folder_pages] == [None, "3", "6"]
+    pages = listing_requests(fake)
+    assert len(pages) == 4  # 11 keys (both versions, the .json included) at 3 a page
+    assert [r.param("continuation-token") for r in pages] == [None, "3", "6", "9"]
 
 
 async def test_fetch_and_list_share_one_version_listing_in_a_scope(
@@ -333,8 +366,7 @@ async def test_fetch_and_list_share_one_version_listing_in_a_scope(
         blob = await fetcher.fetch(ids, http=scope)
         files = await fetcher.list_files(ids, http=scope)
     assert blob is not None and files
-    delimited = [r for r in listing_requests(fake) if r.param("delimiter") == "/"]
-    assert len(delimited) == 1
+    assert len(listing_requests(fake)) == 1
 
 
 # -- fetch_file ---------------------------------------------------------------------------------

@@ -8,11 +8,15 @@ file source, because both read the same per-version folder of the public
     PMC7000001.2/PMC7000001.2.pdf      other renditions of the same stem
     PMC7000001.2/figure-g001.jpg       media and supplementary material
 
-The newest version is found with one delimited listing
-(``?list-type=2&prefix=PMC<n>.&delimiter=/``); the body fetch and the file
-listing issue that listing with identical parameters, so inside a session scope
-it costs one request. A PMCID carrying an explicit version (``PMC7000001.2``)
-skips the listing and uses that version.
+The newest version and its files come from one listing without a delimiter
+(``?list-type=2&prefix=PMC<n>.``, upstream.md 4.1): it names every version
+folder and every key in them. The body fetch and the file listing issue it
+with identical parameters, so inside a session scope an article costs one
+listing and the body GET. (upstream.md 3.1 suggests a delimited listing to find
+the version and a second one for the chosen folder; one undelimited listing
+answers both, and an article's versions hold a handful of keys.) A PMCID
+carrying an explicit version (``PMC7000001.2``) skips the search and lists
+only that version's folder.
 """
 
 from __future__ import annotations
@@ -127,9 +131,10 @@ class PmcOaFetcher:
         http: Http,
     ) -> Blob | None:
         """Return the JATS body of the article's newest (or named) version, or ``None``."""
-        stem = await self._stem(article_ids, http)
-        if stem is None:
+        found = await self._version(article_ids, http)
+        if found is None:
             return None
+        stem = found[0]
         url = _object_url(f"{stem}/{stem}.xml")
         send = http.get(url, rate=Rate.DEFAULT)
         response = await fetch_ok(send, f"{self.name}: {redact_url(url)}", logger=log)
@@ -157,13 +162,14 @@ class PmcOaFetcher:
         ``.json`` metadata record is left out; everything else is
         ``SUPPLEMENTARY``. Files keep the listing's order (S3 sorts keys).
         """
-        stem = await self._stem(article_ids, http)
-        if stem is None:
+        found = await self._version(article_ids, http)
+        if found is None:
             return ()
-        folder = f"{stem}/"
-        pages = await _list_all(http, {"list-type": "2", "prefix": folder})
-        if pages is None:
-            return ()
+        stem, pages = found
+        if pages is None:  # a version the caller named: list its folder alone
+            pages = await _list_all(http, {"list-type": "2", "prefix": f"{stem}/"})
+            if pages is None:
+                return ()
         files: list[File] = []
         seen: set[str] = set()
         for page in pages:
@@ -198,8 +204,17 @@ class PmcOaFetcher:
 
     # -- shared ------------------------------------------------------------------------------
 
-    async def _stem(self, article_ids: ArticleIds, http: Http) -> str | None:
-        """Return ``PMC<n>.<v>`` for the version to use, or ``None`` when there is none."""
+    async def _version(
+        self, article_ids: ArticleIds, http: Http
+    ) -> tuple[str, list[_Listing] | None] | None:
+        """Return ``(PMC<n>.<v>, listing)`` for the version to use, or ``None`` when there is none.
+
+        One listing of ``PMC<n>.`` without a delimiter names every version
+        folder and every key in them, so the newest version and its files come
+        from the same request (``fetch`` and ``list_files`` of one article ask
+        it identically, and a scope answers the second from memory). A PMCID
+        that names its version is used as it is, with no listing (``None``).
+        """
         if article_ids.pmcid is None:
             return None
         try:
@@ -208,17 +223,16 @@ class PmcOaFetcher:
             log.warning("pmc_oa_s3: declined an invalid PMCID: %s", exc)
             return None
         if version is not None:
-            return f"{pmcid}.{version}"
-        # The trailing dot keeps PMC700000 from also matching PMC7000001.*; the
-        # parameters must stay identical between fetch and list_files so a
-        # scope serves the second call from its cache.
-        pages = await _list_all(http, {"list-type": "2", "prefix": f"{pmcid}.", "delimiter": "/"})
+            return f"{pmcid}.{version}", None
+        # The trailing dot keeps PMC700000 from also matching PMC7000001.*.
+        pages = await _list_all(http, {"list-type": "2", "prefix": f"{pmcid}."})
         if pages is None:
             return None
         best: int | None = None
         for page in pages:
-            for prefix in page.prefixes:
-                m = _VERSION_PREFIX.match(prefix)
+            folders = [key.split("/", 1)[0] + "/" for key, _ in page.keys if "/" in key]
+            for folder in (*page.prefixes, *folders):
+                m = _VERSION_PREFIX.match(folder)
                 if m is None or m.group(1) != pmcid:
                     continue
                 v = int(m.group(2))
@@ -227,7 +241,7 @@ class PmcOaFetcher:
         if best is None:
             log.debug("pmc_oa_s3: %s is not in the bucket", pmcid)
             return None
-        return f"{pmcid}.{best}"
+        return f"{pmcid}.{best}", pages
 
 
 async def _list_all(http: Http, params: Mapping[str, str]) -> list[_Listing] | None:
