@@ -491,3 +491,15 @@ def test_a_step_that_finds_something_despite_an_abandoned_resolution_is_not_aban
     assert is_abandoned(cells(out["resolve_error"])[0])
     assert cells(out["body_source"]) == ["europe_pmc"]  # the PMCID it had was enough
     assert cells(out["body_error"]) == [None]
+
+
+def test_a_files_column_of_the_callers_own_is_not_taken_for_a_listing(
+    world: FakeUpstream,
+) -> None:
+    df = pd.DataFrame({"pmcid": ["PMC7000001"], "files": ["a.pdf; s1.csv"]})
+    with pytest.warns(UserWarning, match="'files' already in the frame are replaced"):
+        long = call("files", df, world)
+    assert len(long) > 0 and set(long["source"]) == {"static"}
+    listed = call("list_files", df.drop(columns="files"), world)
+    again = call("files", listed, world)  # listed before (files_error): no new listing
+    pd.testing.assert_frame_equal(again, long)

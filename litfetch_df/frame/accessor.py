@@ -342,9 +342,10 @@ class LitFrameAccessor:
         Columns: the row's ``pmid``/``pmcid``/``doi``/``bookid``, then
         ``kind``, ``source``, ``media_type``, ``uri``, ``filename``,
         ``size_bytes``, ``credential_key``, ``description``. Lists the files
-        first when the frame has no ``files`` column (no request otherwise).
+        first unless the frame was listed before (it holds ``files_error`` or
+        a ``files`` column of File tuples; no request then).
         """
-        if "files" in self._frame.columns:
+        if pipeline.is_listed(self._frame):
             return pipeline.files_long(self._frame)
         return _run(
             lambda: self.files_async(

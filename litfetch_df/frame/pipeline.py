@@ -1101,6 +1101,16 @@ _FILE_FIELDS: Final[Mapping[str, Callable[[File], object]]] = {
 }
 
 
+def is_listed(frame: pd.DataFrame) -> bool:
+    """Return whether ``frame`` holds a file-set listing (see :func:`files`)."""
+    if "files_error" in frame.columns:
+        return True
+    if "files" not in frame.columns:
+        return False
+    cells = [c for c in frame["files"].tolist() if not _na(c)]
+    return all(isinstance(c, tuple) and all(isinstance(f, File) for f in c) for c in cells)
+
+
 def files_long(frame: pd.DataFrame) -> pd.DataFrame:
     """Return the tidy file-set of a frame that has a ``files`` column: one row per File.
 
@@ -1119,8 +1129,14 @@ async def files(
     resolve: bool = True,
     config: CallOptions | None = None,
 ) -> pd.DataFrame:
-    """Return the tidy file-set, listing the files first when the frame has no ``files`` column."""
-    if "files" not in frame.columns:
+    """Return the tidy file-set, listing the files first unless the frame was listed before.
+
+    A frame was listed when it holds the step's ``files_error`` column or a
+    ``files`` column of :class:`File` tuples; a ``files`` column of the
+    caller's own (say, file names as text) is not a listing, and is replaced
+    (with a warning) by one.
+    """
+    if not is_listed(frame):
         frame = await list_files(
             frame, sources=sources, kind=kind, resolver=resolver, resolve=resolve, config=config
         )
