@@ -697,6 +697,14 @@ class _Bodies:
     credentials: Mapping[str, object]
     out: OutDir | None
 
+    def __post_init__(self) -> None:
+        if self.fetchers is None:
+            # Built once per call and shared by its units (the bundled fetchers hold no
+            # state), instead of once per unit inside the ladder.
+            from ..operations.ladder import default_fetchers
+
+            object.__setattr__(self, "fetchers", default_fetchers())
+
     @property
     def dtypes(self) -> Mapping[str, str]:
         """The step's columns: ``body`` in memory, or ``body_path`` with an ``out_dir``."""
@@ -969,6 +977,13 @@ class _Files:
     sources: Sequence[FileSource] | None
     kind: FileKind | None
     credentials: Mapping[str, object]
+
+    def __post_init__(self) -> None:
+        if self.sources is None:
+            # Built once per call and shared by its units (the bundled sources hold no state).
+            from ..operations.fileset import default_file_sources
+
+            object.__setattr__(self, "sources", default_file_sources())
 
     async def work(self, http: Http, ids: ArticleIds) -> tuple[File, ...]:
         """The union of every source's files for ``ids``."""
