@@ -452,10 +452,18 @@ async def test_403_from_other_hosts_is_final_and_cached() -> None:
         assert len(calls) == 1
 
 
-async def test_the_test_suite_refuses_the_network() -> None:
+async def test_the_test_suite_refuses_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """The autouse guard in conftest: a default client cannot leave this machine."""
+    import httpcore
+
     from tests.conftest import NetworkRefused
 
+    async def no_socket(self: object, request: object) -> object:
+        raise AssertionError("the request got past the guard to the connection pool")
+
+    # Belt and braces: should the guard ever break, this test fails here, before any
+    # name lookup or socket, instead of reaching the real host below.
+    monkeypatch.setattr(httpcore.AsyncConnectionPool, "handle_async_request", no_socket)
     async with Session(retry=RetryPolicy(max_attempts=1)) as s:
         with pytest.raises(NetworkRefused):
             await s.get("https://api.crossref.org/works/10.1000/x")
