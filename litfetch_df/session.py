@@ -491,7 +491,7 @@ class Session:
         if store is not None and not shared.refresh:
             entry = store.load(key)
             if entry is not None:
-                return _rebuild(entry, method)
+                return _Replayed(entry, method)
         if primed is not None:
             # A stored answer (above) is a real one and beats a primed failure.
             reason = primed.failure or "no answer"
@@ -745,10 +745,6 @@ class _Replayed(httpx.Response):
     @request.setter
     def request(self, value: httpx.Request) -> None:
         self._request = value
-
-
-def _rebuild(entry: CachedResponse, method: str) -> httpx.Response:
-    return _Replayed(entry, method)
 
 
 def _cacheable(status_code: int, rate: Rate) -> bool:

@@ -515,20 +515,22 @@ async def _bundle_step(
     async def unit(http: Session, key: ArticleIds) -> R:
         return await work(http, first[key])
 
-    def build(done: Mapping[ArticleIds, Outcome[R]]) -> pd.DataFrame:
+    def build(done: Mapping[ArticleIds, Outcome[R]], missing: Outcome[Any] | None) -> pd.DataFrame:
         return _fill(
-            base,
-            plan,
-            lambda i: done.get(row_key[i], INTERRUPTED),
-            cells,
-            dtypes,
-            error_column,
-            empty,
+            base, plan, lambda i: done.get(row_key[i], missing), cells, dtypes, error_column, empty
         )
 
     async with bulk.primed(ctx.session, list(first.values()), services, credentials=credentials):
-        outcomes = await _run(ctx, counts, unit, desc, empty=empty, label=label, partial=build)
-    return _fill(base, plan, lambda i: outcomes.get(row_key[i]), cells, dtypes, error_column, empty)
+        outcomes = await _run(
+            ctx,
+            counts,
+            unit,
+            desc,
+            empty=empty,
+            label=label,
+            partial=lambda done: build(done, INTERRUPTED),
+        )
+    return build(outcomes, None)
 
 
 # -- resolve ----------------------------------------------------------------------------------
@@ -934,11 +936,13 @@ async def licences(
         async def work(http: Session, key: Hashable) -> SourceMetadata:
             return await _licence_work(http, payload[key])
 
-        def build(done: Mapping[Hashable, Outcome[SourceMetadata]]) -> pd.DataFrame:
+        def build(
+            done: Mapping[Hashable, Outcome[SourceMetadata]], missing: Outcome[Any] | None
+        ) -> pd.DataFrame:
             return _fill(
                 base,
                 plan,
-                lambda i: done.get(row_key[i], INTERRUPTED),
+                lambda i: done.get(row_key[i], missing),
                 _licence_cells,
                 _LICENCE_DTYPES,
                 "licence_error",
@@ -952,17 +956,9 @@ async def licences(
             "licences",
             empty=_licence_empty,
             label=_licence_label,
-            partial=build,
+            partial=lambda done: build(done, INTERRUPTED),
         )
-        return _fill(
-            base,
-            plan,
-            lambda i: outcomes.get(row_key[i]),
-            _licence_cells,
-            _LICENCE_DTYPES,
-            "licence_error",
-            _licence_empty,
-        )
+        return build(outcomes, None)
 
 
 # -- file-sets --------------------------------------------------------------------------------

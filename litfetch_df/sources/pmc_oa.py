@@ -104,6 +104,8 @@ class _Listing:
     keys: tuple[tuple[str, int | None], ...]
     prefixes: tuple[str, ...]
     next_token: str | None
+    # The (PMC<n>, version) folders the page names, as prefixes or in its keys.
+    versions: tuple[tuple[str, int], ...]
 
 
 class PmcOaFetcher:
@@ -228,16 +230,9 @@ class PmcOaFetcher:
         pages = await _list_all(http, {"list-type": "2", "prefix": f"{pmcid}."})
         if pages is None:
             return None
-        best: int | None = None
-        for page in pages:
-            folders = [key.split("/", 1)[0] + "/" for key, _ in page.keys if "/" in key]
-            for folder in (*page.prefixes, *folders):
-                m = _VERSION_PREFIX.match(folder)
-                if m is None or m.group(1) != pmcid:
-                    continue
-                v = int(m.group(2))
-                if best is None or v > best:
-                    best = v
+        # Versions are read when a page is parsed, and pages are memoised: nothing is redone
+        # when the file-set step asks for the listing the body step read.
+        best = max((v for page in pages for p, v in page.versions if p == pmcid), default=None)
         if best is None:
             log.debug("pmc_oa_s3: %s is not in the bucket", pmcid)
             return None
@@ -308,7 +303,10 @@ def _parse_listing(content: bytes) -> _Listing | None:
     )
     truncated = (root.findtext(f"{ns}IsTruncated") or "").strip().lower() == "true"
     token = (root.findtext(f"{ns}NextContinuationToken") or "").strip() or None
-    return _Listing(tuple(keys), prefixes, token if truncated else None)
+    folders = dict.fromkeys(key.split("/", 1)[0] + "/" for key, _ in keys if "/" in key)
+    found = (_VERSION_PREFIX.match(f) for f in (*prefixes, *folders))
+    versions = tuple(dict.fromkeys((m.group(1), int(m.group(2))) for m in found if m))
+    return _Listing(tuple(keys), prefixes, token if truncated else None, versions)
 
 
 def _file_for_key(source: str, stem: str, key: str, size: int | None) -> File | None:
