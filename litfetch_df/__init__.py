@@ -8,7 +8,9 @@ importing this package registers the ``.lit`` accessor on DataFrame and Series.
 from __future__ import annotations
 
 from . import frame, ids, resolvers, serde
+from ._clock import Clock, SystemClock
 from ._http import BulkHttp, Http, Rate, RetryPolicy, UpstreamUnavailable
+from ._limiter import HostLimit, HostParked, LimiterState
 from ._oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_access
 from ._version import __version__
 from .cache import CacheInfo, ResponseCache
@@ -62,6 +64,7 @@ __all__ = [
     "BulkHttp",
     "BulkResult",
     "CacheInfo",
+    "Clock",
     "CrossrefFileSource",
     "ElsevierFetcher",
     "EuropePmcBatchResolver",
@@ -72,8 +75,11 @@ __all__ = [
     "File",
     "FileKind",
     "FileSource",
+    "HostLimit",
+    "HostParked",
     "Http",
     "Interrupted",
+    "LimiterState",
     "NcbiIdConverterBatchResolver",
     "NcbiIdConverterResolver",
     "NotInCache",
@@ -92,6 +98,7 @@ __all__ = [
     "SourceMetadata",
     "SpringerFetcher",
     "SpringerFileSource",
+    "SystemClock",
     "UnpaywallFileSource",
     "UpstreamUnavailable",
     "__version__",

@@ -73,10 +73,23 @@ class Rate(enum.Enum):
         return _TRANSIENT_BY_DOMAIN.get(str(self.value[2]), frozenset())
 
     @property
+    def published(self) -> bool:
+        """Whether the service publishes this limit (a ceiling), not the library's guess.
+
+        A published rate is where a host's pacing starts and a ceiling it never
+        passes; an unpublished one (``DEFAULT``, and the library's own guesses
+        ``EUROPE_PMC`` and ``UNPAYWALL``) is only a ceiling, and the pace is
+        learned from the host's answers (ADR 0007).
+        """
+        return str(self.value[2]) in _PUBLISHED_DOMAINS
+
+    @property
     def per_second(self) -> float:
         """Requests per second this rate allows (``inf`` when unpaced)."""
         return float("inf") if self.min_interval == 0 else 1.0 / self.min_interval
 
+
+_PUBLISHED_DOMAINS = frozenset({"ncbi", "ncbi-keyed", "s2", "s2-keyed", "openalex", "crossref"})
 
 _TRANSIENT_BY_DOMAIN: dict[str, frozenset[int]] = {"openalex": frozenset({403})}
 
@@ -86,19 +99,25 @@ class RetryPolicy:
     """When and how :meth:`Session.get` retries.
 
     Transport errors and statuses 429/500/502/503/504 are retried up to
-    ``max_attempts`` total tries, waiting ``uniform(0, base_delay * 2**n)``
-    (full jitter) capped at ``max_delay``. A 429/503 ``Retry-After`` (seconds or
-    an HTTP date) replaces the jittered wait, still capped at ``max_delay``.
+    ``max_attempts`` total tries. After a transport error or a 500/502/504 the
+    request waits ``uniform(0, base_delay * 2**n)`` (full jitter) capped at
+    ``max_delay``. A 429/503 is the host asking every client to slow down: the
+    session pauses the whole host (see ADR 0007) for the later of its
+    ``Retry-After`` and a back-off of its own. A ``Retry-After`` (or an
+    announced rate-limit reset) is never cut short: up to ``max_wait`` seconds
+    it is waited out, and a longer one *parks* the host, failing its requests
+    at once with :class:`~litfetch_df.HostParked` so a re-run picks them up.
     """
 
     max_attempts: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
+    max_wait: float = 60.0
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
-        for name in ("base_delay", "max_delay"):
+        for name in ("base_delay", "max_delay", "max_wait"):
             value = getattr(self, name)
             # NaN compares false with everything, so test for it explicitly
             if not isinstance(value, int | float) or math.isnan(value) or value < 0:
@@ -115,7 +134,9 @@ class RetryPolicy:
     ) -> float:
         """Return the wait before retry ``attempt`` (0-based) after ``response``.
 
-        ``response`` is ``None`` after a transport error.
+        ``response`` is ``None`` after a transport error. This is litfetch's
+        per-request rule (a ``Retry-After`` capped at ``max_delay``); the
+        session itself never shortens a ``Retry-After`` (see the class docstring).
         """
         if response is not None and response.status_code in (429, 503):
             after = parse_retry_after(response.headers.get("retry-after"), now=now)

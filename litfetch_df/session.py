@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json as jsonlib
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from . import _version
+from ._clock import Clock, SystemClock
 from ._http import (
     RETRYABLE_STATUSES,
     Rate,
@@ -33,6 +33,7 @@ from ._http import (
     redact_url,
     url_with_query,
 )
+from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
 from .files import Blob, File, FileKind
 from .ids import ArticleIds
 from .metadata import Related, SourceMetadata
@@ -82,21 +83,6 @@ def default_user_agent(contact: str | None) -> str:
     return f"{base} (mailto:{contact})" if contact else base
 
 
-@dataclass
-class _HostState:
-    last_start: float = float("-inf")
-    # When the last request to a serial host (max_in_flight == 1) was answered: its
-    # next request starts one interval after that, so however late the previous one
-    # reached the server, the server never sees two closer than the interval.
-    last_end: float = float("-inf")
-    paused_until: float = float("-inf")
-    gate: asyncio.Semaphore | None = None
-    # A semaphore that ever made a task wait is bound to that event loop; a session
-    # re-entered on a new loop (the notebook bridge runs each call on a fresh one)
-    # needs a new gate, so remember the loop the gate belongs to.
-    gate_loop: asyncio.AbstractEventLoop | None = None
-
-
 @dataclass(frozen=True, slots=True)
 class _Primed:
     """A request answered from memory: a synthesized response, or a failure reason."""
@@ -129,7 +115,9 @@ class _Shared:
     client: httpx.AsyncClient | None = None
     owns_client: bool = False
     owns_store: bool = False
-    hosts: dict[str, _HostState] = field(default_factory=dict)
+    clock: Clock = field(default_factory=SystemClock)
+    host_limits: Mapping[str, HostLimit] = field(default_factory=dict)
+    limiters: dict[str, HostLimiter] = field(default_factory=dict)
     requests_sent: int = 0
     requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
@@ -183,6 +171,11 @@ class Session:
     optional persistent response store (a path or a
     :class:`~litfetch_df.cache.ResponseCache`); ``offline=True`` answers only
     from it; ``refresh=True`` ignores stored entries but still records new ones.
+
+    Every host is paced by a limiter that learns its limit (ADR 0007);
+    ``host_limits`` states what you know of a host's limit
+    (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
+    never pass. ``clock`` replaces the real clock (tests pass a virtual one).
     """
 
     def __init__(
@@ -196,6 +189,8 @@ class Session:
         cache_ttl: float | None = None,
         offline: bool = False,
         refresh: bool = False,
+        host_limits: Mapping[str, HostLimit] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         install_log_redaction()
         store = _open_store(cache, cache_ttl)
@@ -210,6 +205,8 @@ class Session:
             offline=offline,
             refresh=refresh,
             owns_store=store is not None and store is not cache,
+            clock=clock if clock is not None else SystemClock(),
+            host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -329,6 +326,12 @@ class Session:
     def requests_by_host(self) -> dict[str, int]:
         """Network requests per host so far (a copy)."""
         return dict(self._shared.requests_by_host)
+
+    @property
+    def limits(self) -> dict[str, LimiterState]:
+        """How each host asked so far is paced right now: rate, ceiling, in-flight cap,
+        requests, throttled answers, and whether it is paused or parked (snapshots)."""
+        return {host: limiter.state() for host, limiter in self._shared.limiters.items()}
 
     @property
     def store(self) -> ResponseStore | None:
@@ -523,6 +526,15 @@ class Session:
                 log.warning("could not store a response in the cache: %s", type(exc).__name__)
         return response
 
+    def _limiter(self, host: str, rate: Rate) -> HostLimiter:
+        shared = self._shared
+        limiter = shared.limiters.get(host)
+        if limiter is None:
+            plan = plan_for(host, rate, shared.host_limits.get(host.lower()))
+            limiter = HostLimiter(host, plan, shared.clock, shared.retry)
+            shared.limiters[host] = limiter
+        return limiter
+
     async def _send_with_retries(
         self,
         method: str,
@@ -537,66 +549,63 @@ class Session:
         client = self.client
         policy = shared.retry
         host = httpx.URL(url).host
-        state = shared.hosts.setdefault(host, _HostState())
-        loop = asyncio.get_running_loop()
-        if rate.max_in_flight and (state.gate is None or state.gate_loop is not loop):
-            state.gate = asyncio.Semaphore(rate.max_in_flight)
-            state.gate_loop = loop
+        limiter = self._limiter(host, rate)
         shown = redact_url(httpx.URL(url, params=params or {}))
+        was_throttled = False
         for attempt in range(policy.max_attempts):
             last = attempt + 1 == policy.max_attempts
-            gate = state.gate if rate.max_in_flight else None
             # Set instead of raised inside ``except``: the transport's exception (whose
             # request holds the unredacted URL) must not ride along as __context__.
             given_up: str | None = None
             response: httpx.Response | None = None
-            delay = 0.0
             try:
-                if gate is not None:
-                    await gate.acquire()
-                try:
-                    await self._wait_turn(state, rate)
-                    shared.requests_sent += 1
-                    shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
-                    log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
-                    response = await client.request(
-                        method,
-                        url,
-                        params=params,
-                        headers=headers,
-                        content=body,
-                        follow_redirects=follow,
-                    )
-                finally:
-                    if gate is not None:
-                        state.last_end = time.monotonic()
-                        gate.release()
+                ticket = await limiter.acquire()
+            except HostParked as parked:
+                self._note_failure(str(parked))
+                raise HostParked(f"{parked}: {method} {shown}") from None
+            try:
+                shared.requests_sent += 1
+                shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
+                log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
+                response = await client.request(
+                    method,
+                    url,
+                    params=params,
+                    headers=headers,
+                    content=body,
+                    follow_redirects=follow,
+                )
             except httpx.TransportError as exc:
                 if last:
                     given_up = (
                         f"{type(exc).__name__} from {host} after {policy.max_attempts} attempts"
                     )
                 else:
-                    delay = policy.delay_for(attempt, None)
-                    log.info(
-                        "%s on %s %s; retrying in %.2fs", type(exc).__name__, method, shown, delay
-                    )
+                    log.info("%s on %s %s; retrying", type(exc).__name__, method, shown)
             except httpx.RequestError as exc:
                 given_up = f"{type(exc).__name__} from {host}"
+            finally:
+                limiter.release(ticket)
             if given_up is not None:
                 self._note_failure(given_up)
                 raise UpstreamUnavailable(f"{given_up}: {method} {shown}")
             if response is None:
-                await asyncio.sleep(delay)
+                await shared.clock.sleep(policy.backoff(attempt))
                 continue
             status = response.status_code
+            throttled = status in (429, 503) or status in rate.transient_statuses
+            parked_reason = limiter.observe(
+                ticket, status, response.headers, throttled=throttled, retry=was_throttled
+            )
+            was_throttled = was_throttled or throttled
+            if parked_reason is not None and throttled:
+                # The host asked for longer than the budget: obey it, and let the row say so.
+                await response.aclose()
+                self._note_failure(parked_reason)
+                log.warning("%s; its requests are given up until then", parked_reason)
+                raise HostParked(f"{parked_reason}: {method} {shown}")
             if status not in RETRYABLE_STATUSES and status not in rate.transient_statuses:
                 return response
-            delay = policy.delay_for(attempt, response)
-            if status in (429, 503) and response.headers.get("retry-after"):
-                # The host asked everyone to wait, not just this request (even when this
-                # request has no attempt left, its neighbours in the queue do).
-                state.paused_until = max(state.paused_until, time.monotonic() + delay)
             if last:
                 self._note_failure(
                     f"HTTP {status} from {host} after {policy.max_attempts} attempts"
@@ -605,38 +614,15 @@ class Session:
                     "HTTP %d from %s %s after %d attempts", status, method, shown, attempt + 1
                 )
                 return response
-            log.info("HTTP %d on %s %s; retrying in %.2fs", status, method, shown, delay)
             await response.aclose()
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _wait_turn(self, state: _HostState, rate: Rate) -> None:
-        # Slots are reserved in arrival order without awaiting in between, so every
-        # reserved slot is at least one interval after the one before it.
-        serial_floor = state.last_end + rate.min_interval if rate.max_in_flight == 1 else 0.0
-        slot = max(
-            time.monotonic(),
-            state.last_start + rate.min_interval,
-            state.paused_until,
-            serial_floor,
-        )
-        state.last_start = slot
-        while True:
-            remaining = slot - time.monotonic()
-            if remaining > 0:
-                # sleep() may wake a hair early; loop until the slot has truly come
-                await asyncio.sleep(remaining)
+            if throttled:
+                # The limiter holds the whole host; the next acquire() waits the pause out.
+                log.info("HTTP %d on %s %s; host paused, retrying after", status, method, shown)
                 continue
-            if state.paused_until <= slot:
-                # A busy loop may wake this request late; the next slot then counts from
-                # the real start, so the host never sees two requests closer than the
-                # interval.
-                state.last_start = max(state.last_start, time.monotonic())
-                return
-            # A Retry-After arrived while this request waited: its slot falls inside the
-            # pause, so queue again behind the pause (keeping the spacing).
-            slot = max(time.monotonic(), state.last_start + rate.min_interval, state.paused_until)
-            state.last_start = slot
+            delay = policy.backoff(attempt)
+            log.info("HTTP %d on %s %s; retrying in %.2fs", status, method, shown, delay)
+            await shared.clock.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _note_failure(self, reason: str) -> None:
         # A scope lives for one unit of work, whose steps read its reasons by position, so

@@ -66,6 +66,27 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(httpx.HTTPTransport, "handle_request", guarded_sync)
 
 
+@pytest.fixture(autouse=True)
+def _unknown_hosts_unpaced(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start hosts without a published limit unpaced, except in tests marked ``real_limits``.
+
+    The fakes here impose no limit of their own unless a test sets one, and a
+    conservative start that learns upwards on the wall clock would only slow
+    every test that is about something else. The limiter's own tests (marked
+    ``real_limits``) run with the real starting points, on a virtual clock.
+    """
+    if request.node.get_closest_marker("real_limits") is not None:
+        return
+    from litfetch_df import _limiter
+
+    monkeypatch.setattr(_limiter, "UNKNOWN_START_RATE", float("inf"))
+    monkeypatch.setattr(_limiter, "UNKNOWN_MAX_RATE", float("inf"))
+    monkeypatch.setattr(_limiter, "UNKNOWN_START_IN_FLIGHT", 0)
+    monkeypatch.setattr(_limiter, "UNKNOWN_MAX_IN_FLIGHT", 0)
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeUpstream]:
     """A fresh fake upstream server on a random loopback port."""

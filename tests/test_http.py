@@ -2,53 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
+import itertools
 import random
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 import litfetch_df
-import litfetch_df.session as session_module
-from litfetch_df import BulkHttp, Http, Rate, RetryPolicy, Session, UpstreamUnavailable
+from litfetch_df import (
+    BulkHttp,
+    HostParked,
+    Http,
+    Rate,
+    RetryPolicy,
+    Session,
+    UpstreamUnavailable,
+)
 from litfetch_df._http import RETRYABLE_STATUSES, parse_retry_after
 from tests.conftest import FAST_RETRY, data_json, mock_session
 from tests.fake_upstream import FakeResponse, FakeUpstream, json_response
+from tests.virtual_clock import VirtualClock
 
 OPENALEX = "api.openalex.org"
 WORK_URL = f"https://{OPENALEX}/works/doi:10.1016/j.xgen.2025.100814"
 WORK = "openalex_work_doi_10.1016_j.xgen.2025.100814.json"
-
-
-class SleepRecorder:
-    """Stands in for the ``asyncio`` module inside litfetch_df.session.
-
-    Records every requested sleep and yields without waiting, so retry tests are
-    instant. Pacing still holds: the session re-checks the clock after waking.
-    """
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-        self._real_sleep = asyncio.sleep
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(asyncio, name)
-
-    async def sleep(self, delay: float, result: Any = None) -> Any:
-        self.delays.append(delay)
-        await self._real_sleep(0)
-        return result
-
-
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> Iterator[SleepRecorder]:
-    recorder = SleepRecorder()
-    monkeypatch.setattr(session_module, "asyncio", recorder)
-    yield recorder
 
 
 def _json(status: int = 200, **headers: str) -> httpx.Response:
@@ -218,55 +198,106 @@ async def test_transport_error_on_every_attempt_raises_upstream_unavailable() ->
     assert len(failures) == 1 and OPENALEX in failures[0]
 
 
-async def test_retry_waits_are_jittered_backoff(sleeps: SleepRecorder) -> None:
+S3_URL = "https://pmc-oa-opendata.s3.amazonaws.com/PMC1.1/PMC1.1.xml"
+
+
+class ClockedScript(Script):
+    """A Script that stamps each call with the virtual clock's time."""
+
+    def __init__(self, clock: VirtualClock, *outcomes: Any) -> None:
+        super().__init__(*outcomes)
+        self.clock = clock
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().__call__(request)
+        finally:
+            self.times[-1] = self.clock.now()
+
+
+def clocked(script: ClockedScript, retry: RetryPolicy) -> Session:
+    return mock_session(script, retry=retry, clock=script.clock)
+
+
+async def test_retry_waits_are_jittered_backoff() -> None:
+    # The PMC bucket is unpaced, so every wait between attempts is the back-off alone.
+    clock = VirtualClock()
     policy = RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=1.5)
-    script = Script(*([httpx.ConnectError] * 4))
-    async with mock_session(script, retry=policy) as s:
-        assert (await s.get(WORK_URL)).status_code == 200
-    assert len(sleeps.delays) == 4
-    for n, delay in enumerate(sleeps.delays):
-        assert 0.0 <= delay <= min(1.5, 0.5 * 2**n)
+    script = ClockedScript(clock, *([httpx.ConnectError] * 4))
+    async with clocked(script, policy) as s:
+        assert (await clock.run(s.get(S3_URL))).status_code == 200
+    gaps = [b - a for a, b in itertools.pairwise(script.times)]
+    assert len(gaps) == 4
+    for n, gap in enumerate(gaps):
+        assert 0.0 <= gap <= min(1.5, 0.5 * 2**n)
+    assert len(set(gaps)) > 1  # jittered, not fixed
 
 
-async def test_retry_after_seconds_overrides_backoff(sleeps: SleepRecorder) -> None:
-    # a backoff would be up to 50 s; Retry-After: 0 says "now"
-    policy = RetryPolicy(max_attempts=2, base_delay=50.0, max_delay=60.0)
-    script = Script(_json(429, **{"Retry-After": "0"}))
-    async with mock_session(script, retry=policy) as s:
-        assert (await s.get(WORK_URL)).status_code == 200
-    assert sleeps.delays[0] == 0.0
-    assert len(script.calls) == 2
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_retry_after_is_waited_out_whole_not_capped(status: int) -> None:
+    # max_delay caps back-off, never a Retry-After the host asked for (within max_wait).
+    clock = VirtualClock()
+    policy = RetryPolicy(max_attempts=2, base_delay=0.5, max_delay=1.0, max_wait=60.0)
+    script = ClockedScript(clock, _json(status, **{"Retry-After": "30"}))
+    async with clocked(script, policy) as s:
+        assert (await clock.run(s.get(WORK_URL))).status_code == 200
+    assert script.times[1] - script.times[0] == pytest.approx(30.0)
 
 
-async def test_retry_after_http_date_overrides_backoff(sleeps: SleepRecorder) -> None:
-    policy = RetryPolicy(max_attempts=2, base_delay=50.0, max_delay=60.0)
-    past = email.utils.formatdate(time.time() - 10, usegmt=True)
-    script = Script(_json(503, **{"Retry-After": past}))
-    async with mock_session(script, retry=policy) as s:
-        assert (await s.get(WORK_URL)).status_code == 200
-    assert sleeps.delays[0] == 0.0
+async def test_retry_after_http_date_is_waited_out() -> None:
+    clock = VirtualClock()
+    policy = RetryPolicy(max_attempts=2, base_delay=0.5, max_delay=1.0)
+    when = email.utils.formatdate(clock.wall() + 20, usegmt=True)
+    script = ClockedScript(clock, _json(503, **{"Retry-After": when}))
+    async with clocked(script, policy) as s:
+        assert (await clock.run(s.get(WORK_URL))).status_code == 200
+    assert script.times[1] - script.times[0] == pytest.approx(20.0, abs=1.0)
+
+
+async def test_a_short_retry_after_still_waits_the_own_back_off() -> None:
+    # "Retry-After: 0" does not start a burst: the host waits the later of the
+    # header and its own back-off (base_delay, or two intervals at the cut rate).
+    clock = VirtualClock()
+    policy = RetryPolicy(max_attempts=2, base_delay=0.5, max_delay=8.0)
+    script = ClockedScript(clock, _json(429, **{"Retry-After": "0"}))
+    async with clocked(script, policy) as s:
+        assert (await clock.run(s.get(WORK_URL))).status_code == 200
+    assert script.times[1] - script.times[0] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("value", ["3600", "http-date"])
-async def test_retry_after_is_capped_at_max_delay(value: str, sleeps: SleepRecorder) -> None:
+async def test_a_retry_after_past_the_budget_parks_the_host(value: str) -> None:
+    clock = VirtualClock()
     if value == "http-date":
-        value = email.utils.formatdate(time.time() + 3600, usegmt=True)
-    policy = RetryPolicy(max_attempts=2, base_delay=0.0, max_delay=0.05)
-    script = Script(_json(429, **{"Retry-After": value}))
-    async with mock_session(script, retry=policy) as s:
-        assert (await s.get(WORK_URL)).status_code == 200
-    assert sleeps.delays[0] == pytest.approx(0.05)
-    # and the retry really left no earlier than the capped wait
-    assert script.times[1] - script.times[0] >= 0.05 - 0.002
+        value = email.utils.formatdate(clock.wall() + 3600, usegmt=True)
+    policy = RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.05, max_wait=60.0)
+    script = ClockedScript(clock, _json(429, **{"Retry-After": value}))
+    async with clocked(script, policy) as s:
+        started = clock.now()
+        with pytest.raises(HostParked, match=rf"{OPENALEX} asked to wait 36\d\d s"):
+            await clock.run(s.get(WORK_URL))
+        # the next request to that host fails at once, without a call
+        with pytest.raises(HostParked):
+            await clock.run(s.get(WORK_URL + "x"))
+        assert len(script.calls) == 1
+        assert clock.now() - started < 1.0  # nobody sat out the hour
+        assert OPENALEX in s.failures[0] and "asked to wait" in s.failures[0]
+        assert s.limits[OPENALEX].parked is not None
+        # once the hour is over, the host is asked again
+        await clock.run(clock.sleep(3601))
+        assert (await clock.run(s.get(WORK_URL))).status_code == 200
+    assert len(script.calls) == 2
 
 
-async def test_retry_after_on_a_500_is_not_honoured(sleeps: SleepRecorder) -> None:
+async def test_retry_after_on_a_500_is_not_honoured() -> None:
     # the API text limits Retry-After to 429/503; a 500's header falls back to backoff
+    clock = VirtualClock()
     policy = RetryPolicy(max_attempts=2, base_delay=0.0, max_delay=60.0)
-    script = Script(_json(500, **{"Retry-After": "30"}))
-    async with mock_session(script, retry=policy) as s:
-        assert (await s.get(WORK_URL)).status_code == 200
-    assert sleeps.delays[0] == 0.0
+    script = ClockedScript(clock, _json(500, **{"Retry-After": "30"}))
+    async with clocked(script, policy) as s:
+        assert (await clock.run(s.get(WORK_URL, rate=Rate.OPENALEX))).status_code == 200
+    # only OpenAlex's own pacing (10/s) separates the attempts
+    assert script.times[1] - script.times[0] == pytest.approx(Rate.OPENALEX.min_interval)
 
 
 # -- over real sockets ------------------------------------------------------------------------

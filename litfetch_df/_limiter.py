@@ -1,0 +1,507 @@
+"""Per-host limiters that learn: how fast, and how many at once, each host is asked.
+
+Every host gets a :class:`HostLimiter`, whether or not its limit is published.
+A host with a published limit starts at it and never goes faster; a host
+without one starts conservatively and adapts (design: ADR 0007):
+
+* each request reserves the next start slot, one interval (``1 / rate``) after
+  the previous one, and holds one of the host's in-flight places;
+* a throttling answer (429, 503, or a domain's own "slow down" status) cuts the
+  rate in half once per episode, remembers 90 % of the rate that provoked it as
+  a learned ceiling, and pauses the whole host until the later of its
+  ``Retry-After`` and a back-off of its own; queued requests then take fresh
+  slots after the pause, one interval apart, so the host never sees a burst;
+* clean answers raise the rate step by step up to the learned ceiling, and
+  only after a long clean stretch probe a little above it;
+* limits the host announces (Crossref's ``X-Rate-Limit-Limit`` /
+  ``-Interval``; ``X-RateLimit-Remaining`` / ``-Reset`` and the unprefixed
+  ``RateLimit-*``) lower the ceiling or hold the host until the window resets;
+* a wait longer than the retry budget is obeyed, never shortened: the host is
+  *parked* and every request to it fails at once with :class:`HostParked`
+  until the wait is over, so the rest of a table goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._clock import Clock
+from ._http import Rate, RetryPolicy, UpstreamUnavailable, parse_retry_after
+
+__all__ = ["HostLimit", "HostLimiter", "HostParked", "LimiterState", "plan_for"]
+
+
+class HostParked(UpstreamUnavailable):
+    """A host asked to wait longer than the retry budget allows: its requests fail at once.
+
+    The message names the host and the wait (``<host> asked to wait <n> s``),
+    which is what a row's error column shows, so a re-run picks the row up.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class HostLimit:
+    """What the caller knows of one host's limit, for ``Session(host_limits=…)``.
+
+    ``rate`` is the most requests per second the host accepts and ``in_flight``
+    the most at once (``None``: not known). A known number is a ceiling the
+    limiter starts at and never exceeds; an unknown one is learned.
+    """
+
+    rate: float | None = None
+    in_flight: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
+            raise ValueError(f"rate must be a positive number of requests/s, got {self.rate!r}")
+        if self.in_flight is not None and self.in_flight < 1:
+            raise ValueError(f"in_flight must be at least 1, got {self.in_flight!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Where a host's limiter starts and the ceilings it never passes."""
+
+    start_rate: float
+    max_rate: float  # inf: no ceiling
+    start_in_flight: int  # 0: unbounded
+    max_in_flight: int  # 0: unbounded
+    serial: bool = False  # one at a time, spaced from the previous *answer*
+
+
+# A host nobody publishes a limit for starts here and learns upwards.
+UNKNOWN_START_RATE = 2.0
+UNKNOWN_MAX_RATE = 20.0
+UNKNOWN_START_IN_FLIGHT = 2
+UNKNOWN_MAX_IN_FLIGHT = 8
+
+# Hosts built to take thousands of requests a second from one client (Amazon S3
+# serves the PMC bucket): unpaced until they say otherwise (S3 answers 503 SlowDown).
+SCALABLE_HOSTS: frozenset[str] = frozenset({"pmc-oa-opendata.s3.amazonaws.com"})
+
+# After a throttle the rate is cut to this share of the rate that provoked it ...
+CUT = 0.5
+# ... and the learned ceiling is this share of it.
+LEARNED_SHARE = 0.9
+# Rate gained per clean answer: before the first throttle, and below a learned ceiling.
+SLOW_START_STEP = 0.5
+RECOVERY_STEP = 0.25
+# A learned ceiling is raised by PROBE_GAIN after PROBE_ANSWERS clean answers at it,
+# and no sooner than PROBE_AFTER seconds after the last throttle.
+PROBE_ANSWERS = 100
+PROBE_AFTER = 20.0
+PROBE_GAIN = 1.05
+# No host is ever paced slower than this many requests per second (see _floor).
+FLOOR_RATE = 0.5
+# Seconds after a cut during which further throttles only wait (they answer requests
+# paced before the cut could take effect).
+COOLDOWN = 1.0
+
+
+def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> _Plan:
+    """Return the starting point and ceilings for ``host`` first asked at ``rate``.
+
+    ``known`` (from ``Session(host_limits=…)``) overrides what the library
+    knows; a published :class:`Rate` is trusted; anything else is learned.
+    """
+    if known is not None and (known.rate is not None or known.in_flight is not None):
+        base = plan_for(host, rate)
+        max_rate = known.rate if known.rate is not None else base.max_rate
+        max_in_flight = known.in_flight if known.in_flight is not None else base.max_in_flight
+        return _Plan(
+            known.rate if known.rate is not None else min(base.start_rate, max_rate),
+            max_rate,
+            _min_cap(base.start_in_flight, max_in_flight)
+            if known.in_flight is None
+            else known.in_flight,
+            max_in_flight,
+            base.serial,
+        )
+    if rate.published:
+        cap = rate.max_in_flight
+        return _Plan(rate.per_second, rate.per_second, cap, cap, serial=cap == 1)
+    if host in SCALABLE_HOSTS:
+        return _Plan(math.inf, math.inf, 0, 0)
+    # An unpublished guess of the library's own (Rate.EUROPE_PMC, Rate.UNPAYWALL) is a
+    # ceiling, not a starting point: the guess may be too fast for the real host.
+    max_rate = min(UNKNOWN_MAX_RATE, rate.per_second) if rate.min_interval else UNKNOWN_MAX_RATE
+    max_in_flight = rate.max_in_flight or UNKNOWN_MAX_IN_FLIGHT
+    return _Plan(
+        min(UNKNOWN_START_RATE, max_rate),
+        max_rate,
+        min(UNKNOWN_START_IN_FLIGHT, max_in_flight),
+        max_in_flight,
+    )
+
+
+def _min_cap(a: int, b: int) -> int:
+    """The tighter of two in-flight caps, where ``0`` means unbounded."""
+    if not a:
+        return b
+    if not b:
+        return a
+    return min(a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """One granted request: the pacing it was sent under, to judge its answer by."""
+
+    rate: float
+    in_flight: int
+    epoch: int
+    sent_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LimiterState:
+    """A snapshot of one host's limiter (see :attr:`Session.limits`)."""
+
+    host: str
+    rate: float
+    ceiling: float
+    in_flight_cap: int
+    requests: int
+    throttled: int
+    paused_for: float
+    parked: str | None
+
+
+class HostLimiter:
+    """The adaptive pacing of one host; shared by every request a session sends it."""
+
+    def __init__(self, host: str, plan: _Plan, clock: Clock, policy: RetryPolicy) -> None:
+        self.host = host
+        self.plan = plan
+        self._clock = clock
+        self._policy = policy
+        self._max_wait = policy.max_wait
+        self.rate = plan.start_rate
+        self._learned = plan.max_rate
+        self._announced = math.inf
+        self.cap = plan.start_in_flight
+        self._learned_cap = plan.max_in_flight
+        self._slow_start = plan.start_rate < plan.max_rate or plan.start_in_flight != (
+            plan.max_in_flight
+        )
+        self._next = -math.inf
+        self._last_end = -math.inf
+        self._paused_until = -math.inf
+        self._parked_until = -math.inf
+        self._parked_reason = ""
+        self._window_end = -math.inf
+        self._window_left = 0
+        self._epoch = 0
+        self._last_cut = -math.inf
+        self._streak = 0
+        self._clean = 0
+        self._at_ceiling = 0
+        self._holding = 0  # requests holding an in-flight place (sent or about to be)
+        self._sending = 0  # requests on the wire
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._recent: collections.deque[float] = collections.deque(maxlen=32)
+        self.requests = 0
+        self.throttled = 0
+
+    # -- granting --------------------------------------------------------------------------
+
+    async def acquire(self) -> Ticket:
+        """Wait for an in-flight place and the next start slot; return the grant.
+
+        Raises :class:`HostParked` while the host is parked.
+        """
+        self._adopt_loop()
+        self._check_parked()
+        await self._enter()
+        try:
+            slot = await self._wait_slot()
+        except BaseException:
+            self._leave()
+            raise
+        self._sending += 1
+        self.requests += 1
+        self._recent.append(slot)
+        if self._window_end > slot:
+            self._window_left -= 1
+        return Ticket(self.rate, self._sending, self._epoch, slot)
+
+    def release(self, ticket: Ticket) -> None:
+        """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
+        self._sending = max(0, self._sending - 1)
+        self._last_end = self._clock.now()
+        self._leave()
+
+    async def _wait_slot(self) -> float:
+        clock = self._clock
+        while True:
+            now = clock.now()
+            slot = max(now, self._next, self._paused_until)
+            if self.plan.serial:
+                slot = max(slot, self._last_end + self._interval())
+            if self._window_left <= 0 and self._window_end > slot:
+                slot = self._window_end
+            # Reserved before awaiting, so concurrent callers line up one interval apart.
+            self._next = slot + self._interval()
+            if slot > now:
+                await clock.sleep(slot - now)
+            self._check_parked()
+            if self._paused_until <= slot and not (
+                self._window_left <= 0 and self._window_end > slot
+            ):
+                return max(slot, clock.now())
+            # A pause began while this request waited: queue again behind it.
+
+    def _interval(self) -> float:
+        return 0.0 if math.isinf(self.rate) else 1.0 / self.rate
+
+    async def _enter(self) -> None:
+        if not self._waiters and (not self.cap or self._holding < self.cap):
+            self._holding += 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        try:
+            await future
+        except BaseException:
+            if future.done() and not future.cancelled():
+                self._leave()  # granted just as it was cancelled: hand the place on
+            else:
+                future.cancel()
+            raise
+        self._check_parked_after_grant()
+
+    def _check_parked_after_grant(self) -> None:
+        try:
+            self._check_parked()
+        except HostParked:
+            self._leave()
+            raise
+
+    def _leave(self) -> None:
+        self._holding = max(0, self._holding - 1)
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and (not self.cap or self._holding < self.cap):
+            future = self._waiters.popleft()
+            if future.done():
+                continue
+            self._holding += 1
+            future.set_result(None)
+
+    def _adopt_loop(self) -> None:
+        # A session may be re-entered on a new event loop (the notebook bridge runs
+        # each call on its own); whatever the old loop left queued is gone with it.
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._waiters.clear()
+            self._holding = 0
+            self._sending = 0
+
+    # -- parking ---------------------------------------------------------------------------
+
+    @property
+    def parked(self) -> str | None:
+        """Why the host is parked (``<host> asked to wait <n> s``), or ``None``."""
+        return self._parked_reason if self._parked_until > self._clock.now() else None
+
+    def _check_parked(self) -> None:
+        reason = self.parked
+        if reason is not None:
+            raise HostParked(reason)
+
+    def _park(self, wait: float) -> str:
+        now = self._clock.now()
+        self._parked_until = max(self._parked_until, now + wait)
+        self._paused_until = max(self._paused_until, self._parked_until)
+        self._parked_reason = f"{self.host} asked to wait {math.ceil(wait)} s"
+        # Queued requests fail now instead of sleeping out the wait.
+        while self._waiters:
+            future = self._waiters.popleft()
+            if not future.done():
+                future.set_exception(HostParked(self._parked_reason))
+                future.exception()  # its owner may be gone: mark it retrieved
+        return self._parked_reason
+
+    def _hold(self, wait: float) -> str | None:
+        """Pause the host for ``wait`` seconds, or park it if that is past the budget."""
+        if wait > self._max_wait:
+            return self._park(wait)
+        self._paused_until = max(self._paused_until, self._clock.now() + wait)
+        return None
+
+    # -- learning --------------------------------------------------------------------------
+
+    def observe(
+        self,
+        ticket: Ticket,
+        status: int,
+        headers: Mapping[str, str],
+        *,
+        throttled: bool,
+        retry: bool = False,
+    ) -> str | None:
+        """Learn from the answer to ``ticket``; return the park reason if it parked the host.
+
+        ``retry`` says the request was throttled before: throttled again, it tells
+        more about that resource than about the host's pace, so it only waits.
+        """
+        parked = self._read_announced(headers)
+        if throttled:
+            self.throttled += 1
+            asked = None
+            if status in (429, 503):
+                asked = parse_retry_after(headers.get("retry-after"), now=self._clock.wall())
+            if asked is not None and asked > self._max_wait:
+                return self._park(asked)
+            own = 0.0
+            # One cut per episode: the throttles of requests sent before the last cut, or
+            # within its cool-down, tell nothing new about the pace; they only wait.
+            if (
+                not retry
+                and ticket.epoch == self._epoch
+                and self._clock.now() - self._last_cut >= COOLDOWN
+            ):
+                self._cut(ticket)
+                self._streak += 1
+                own = min(self._policy.max_delay, self._backoff_base() * 2.0 ** (self._streak - 1))
+            return self._hold(max(own, asked or 0.0)) or parked
+        if status < 500:
+            self._grow()
+        return parked
+
+    def _backoff_base(self) -> float:
+        # At least two intervals at the new rate, so the host's bucket has room again.
+        return max(self._policy.base_delay, 2.0 * self._interval())
+
+    def _measured_rate(self) -> float:
+        """Starts per second over the recent sends (``inf`` when too few to tell)."""
+        recent = self._recent
+        if len(recent) < 4:
+            return math.inf
+        span = recent[-1] - recent[0]
+        return (len(recent) - 1) / span if span > 0 else math.inf
+
+    def _cut(self, ticket: Ticket) -> None:
+        provoked = min(ticket.rate, self._measured_rate())
+        if math.isinf(provoked):
+            provoked = UNKNOWN_MAX_RATE
+        floor = self._floor()
+        self._learned = max(floor, provoked * LEARNED_SHARE)
+        self.rate = max(floor, provoked * CUT)
+        if ticket.in_flight > 1:
+            self._learned_cap = _min_cap(self._learned_cap, ticket.in_flight - 1)
+            self.cap = max(1, min(self.cap or ticket.in_flight, ticket.in_flight) // 2)
+        self._slow_start = False
+        self._epoch += 1
+        self._last_cut = self._clock.now()
+        self._clean = 0
+        self._at_ceiling = 0
+
+    def _floor(self) -> float:
+        """The slowest this host is ever paced: a quarter of where it started, 0.5/s at least.
+
+        A host that still throttles at that pace is failing rather than limiting,
+        and its pauses (Retry-After, back-off) slow it further anyway.
+        """
+        start = self.plan.start_rate
+        return FLOOR_RATE if math.isinf(start) else max(FLOOR_RATE, start / 4)
+
+    def _ceiling(self) -> float:
+        return min(self.plan.max_rate, self._learned, self._announced)
+
+    def _grow(self) -> None:
+        self._streak = 0
+        ceiling = self._ceiling()
+        if self.rate < ceiling:
+            step = SLOW_START_STEP if self._slow_start else RECOVERY_STEP
+            self.rate = min(ceiling, self.rate + step)
+        elif (
+            self._learned < self.plan.max_rate and self._clock.now() - self._last_cut >= PROBE_AFTER
+        ):
+            self._at_ceiling += 1
+            if self._at_ceiling >= PROBE_ANSWERS:
+                self._learned = min(self.plan.max_rate, self._learned * PROBE_GAIN)
+                if self._learned_cap and self._learned_cap != self.plan.max_in_flight:
+                    self._learned_cap = _min_cap(self.plan.max_in_flight, self._learned_cap + 1)
+                self._at_ceiling = 0
+        cap_ceiling = _min_cap(self._learned_cap, self.plan.max_in_flight)
+        if self.cap and (not cap_ceiling or self.cap < cap_ceiling):
+            self._clean += 1
+            if self._clean >= 2 * self.cap:
+                self.cap += 1
+                self._clean = 0
+                self._wake()
+
+    def _read_announced(self, headers: Mapping[str, str]) -> str | None:
+        # Crossref: "X-Rate-Limit-Limit: 50" per "X-Rate-Limit-Interval: 1s".
+        limit = _number(headers.get("x-rate-limit-limit"))
+        interval = _seconds(headers.get("x-rate-limit-interval"))
+        if limit and interval:
+            self._announced = max(FLOOR_RATE, limit / interval)
+            if self.rate > self._ceiling():
+                self.rate = self._ceiling()
+        for prefix in ("x-ratelimit-", "ratelimit-"):
+            remaining = _number(headers.get(prefix + "remaining"))
+            reset = _number(headers.get(prefix + "reset"))
+            if remaining is None or reset is None:
+                continue
+            # A reset far beyond any window length is an epoch time, not a delay.
+            wait = reset - self._clock.wall() if reset > 1e8 else reset
+            if wait <= 0:
+                continue
+            now = self._clock.now()
+            self._window_end = now + wait
+            # Requests already on the wire count against what is left.
+            self._window_left = int(remaining) - max(0, self._sending)
+            if remaining <= 0:
+                return self._hold(wait)
+        return None
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def state(self) -> LimiterState:
+        """Return a snapshot of this host's pacing."""
+        now = self._clock.now()
+        return LimiterState(
+            host=self.host,
+            rate=self.rate,
+            ceiling=self._ceiling(),
+            in_flight_cap=self.cap,
+            requests=self.requests,
+            throttled=self.throttled,
+            paused_for=max(0.0, self._paused_until - now),
+            parked=self.parked,
+        )
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _seconds(value: str | None) -> float | None:
+    """Read ``1s``, ``500ms``, ``2m`` or a bare number of seconds."""
+    if value is None:
+        return None
+    match = _DURATION.match(value)
+    if match is None:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[(match.group(2) or "s").lower()]
+    seconds = float(match.group(1)) * scale
+    return seconds if seconds > 0 else None
