@@ -54,6 +54,17 @@ BUNDLED: tuple[FileSource, ...] = (
 # -- the world -----------------------------------------------------------------------------------
 
 
+def is_springer(i: int) -> bool:
+    return i % 17 == 0 and i % 13 != 0
+
+
+def journal_doi(i: int) -> str:
+    """Article ``i``'s DOI: a tenth with capitals, Springer's under a Springer Nature prefix."""
+    # The Springer sources ask only about DOIs under Springer Nature's prefixes.
+    prefix = "10.1007" if is_springer(i) else "10.1000"
+    return f"{prefix}/Bulk.{i}" if i % 10 == 0 else f"{prefix}/bulk.{i}"
+
+
 def journal_article(i: int) -> Article:
     """Article ``i``: a DOI (a tenth with capitals), and a spread of what each service knows."""
     publisher = (
@@ -66,7 +77,7 @@ def journal_article(i: int) -> Article:
     home = {Publisher.ELSEVIER: BodyHome.ELSEVIER, Publisher.SPRINGER: BodyHome.SPRINGER}
     return Article(
         pmid=str(30000001 + i),
-        doi=f"10.1000/Bulk.{i}" if i % 10 == 0 else f"10.1000/bulk.{i}",
+        doi=journal_doi(i),
         publisher=publisher,
         body=home.get(publisher, BodyHome.NONE) if i % 2 == 0 else BodyHome.NONE,
         oa_status="gold" if i % 2 == 0 else "closed",
@@ -83,7 +94,7 @@ def preprint(j: int) -> Article:
     return Article(
         doi=f"10.1101/2026.02.{j:05d}",
         publisher=Publisher.BIORXIV if j % 2 == 0 else Publisher.MEDRXIV,
-        published_doi=f"10.1000/bulk.{j + 1}" if j % 3 else None,
+        published_doi=journal_doi(j + 1) if j % 3 else None,
         in_s2=j % 4 != 0,
     )
 
@@ -178,7 +189,11 @@ async def test_list_files_asks_each_bulk_service_once_per_chunk(
     assert s2_gets(fake) == 0
     assert crossref_lists(fake) == math.ceil(distinct / CROSSREF_BATCH_CAP) == 10
     assert crossref_singles(fake) == 0
-    assert fake.count(HOST_SPRINGER) == math.ceil(distinct / SPRINGER_BATCH_CAP)
+    # Springer Meta is asked about Springer Nature's DOIs only, in OR queries.
+    springer = [a for a in world.articles if a.publisher is Publisher.SPRINGER]
+    assert fake.count(HOST_SPRINGER) == math.ceil(len(springer) / SPRINGER_BATCH_CAP)
+    asked = [t for r in fake.requests(HOST_SPRINGER) for t in str(r.param("q")).split(" OR ")]
+    assert sorted(asked) == sorted(f"doi:{a.doi}" for a in springer)
 
     # Every row answers as the world says, repeats (upper-cased DOIs) included.
     assert out["files_error"].isna().all()
