@@ -21,6 +21,7 @@ from litfetch_df.frame import bulk, pipeline
 from litfetch_df.operations.types import FileSource
 from litfetch_df.sources.crossref import CrossrefFileSource
 from litfetch_df.sources.crossref_batch import CROSSREF_BATCH_CAP
+from litfetch_df.sources.elsevier import ElsevierFetcher
 from litfetch_df.sources.semantic_scholar import SemanticScholarFileSource
 from litfetch_df.sources.semantic_scholar_batch import S2_BATCH_CAP
 from litfetch_df.sources.springer import SpringerFileSource
@@ -468,9 +469,14 @@ def test_only_the_services_a_step_uses_are_primed() -> None:
         bulk.Service.SPRINGER_META,
     }
     assert bulk.for_file_sources([Recorder(), MyCrossref()]) == frozenset()
-    assert bulk.for_fetchers(None, {}) == frozenset()
-    assert bulk.for_fetchers(None, {"elsevier_api_key": "  "}) == frozenset()
-    assert bulk.for_fetchers(None, {"elsevier_api_key": "k"}) == {bulk.Service.CROSSREF}
+    # The ladder's Europe PMC rung is told its misses in advance; Crossref needs an Elsevier key.
+    full_text = bulk.Service.EUROPE_PMC_FULL_TEXT
+    assert bulk.for_fetchers(None, {}) == {full_text}
+    assert bulk.for_fetchers(None, {"elsevier_api_key": "  "}) == {full_text}
+    assert bulk.for_fetchers(None, {"elsevier_api_key": "k"}) == {bulk.Service.CROSSREF, full_text}
+    assert bulk.for_fetchers([ElsevierFetcher()], {"elsevier_api_key": "k"}) == {
+        bulk.Service.CROSSREF
+    }
     assert bulk.for_fetchers([], {"elsevier_api_key": "k"}) == frozenset()
     assert bulk.for_related() == {bulk.Service.CROSSREF}
 
