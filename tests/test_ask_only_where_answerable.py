@@ -180,12 +180,13 @@ async def test_a_run_asks_each_host_only_where_an_answer_can_exist(
     assert by_doi[MANUSCRIPT.doi] == "europe_pmc"
     assert out["resolve_error"].isna().all() and out["body_error"].isna().all()
 
-    # Springer's OpenAccess and Meta APIs are asked about its two DOIs, nothing else.
+    # Springer's Meta API is asked about its two DOIs only, in one OR query per step that
+    # reads it; OpenAccess only about the one Meta does not call subscription content.
     springer = sorted(f"doi:{a.doi}" for a in (SPRINGER_OPEN, SPRINGER_CLOSED))
-    oa = sorted(str(r.param("q")) for r in fake.requests(HOST_SPRINGER, "/openaccess/jats"))
+    oa = [str(r.param("q")) for r in fake.requests(HOST_SPRINGER, "/openaccess/jats")]
     meta = [str(r.param("q")) for r in fake.requests(HOST_SPRINGER, "/meta/v2/json")]
-    assert oa == springer
-    assert sorted(t for q in meta for t in q.split(" OR ")) == springer and len(meta) == 1
+    assert oa == [f"doi:{SPRINGER_OPEN.doi}"]
+    assert len(meta) == 2 and all(sorted(q.split(" OR ")) == springer for q in meta)
     assert fake.count(HOST_SPRINGER) == 3
     assert "springer" in {
         f.source for f in out.loc[out["doi"] == SPRINGER_OPEN.doi, "files"].iloc[0]
@@ -283,3 +284,17 @@ async def test_holdings_reads_the_flags_of_each_pmcid_in_or_queries() -> None:
         for i, ids in enumerate(batch)
         if ids.pmcid in {f"PMC{n}" for n in range(196, 200)} or ids.pmcid == "PMC5"
     )
+
+
+async def test_without_a_meta_key_every_springer_nature_doi_is_asked_for_open_access(
+    world: World, fake: FakeUpstream
+) -> None:
+    df = pd.DataFrame({"doi": [SPRINGER_OPEN.doi, SPRINGER_CLOSED.doi, OTHERS[0].doi]})
+    async with session_for(fake) as session:
+        out = await pipeline.fetch_bodies(
+            df, resolve=False, config=config(session, springer_api_key=OA_KEY)
+        )
+    asked = sorted(str(r.param("q")) for r in fake.requests(HOST_SPRINGER))
+    assert asked == sorted(f"doi:{a.doi}" for a in (SPRINGER_OPEN, SPRINGER_CLOSED))
+    assert out["body_source"].fillna("-").tolist() == ["springer_oa", "-", "-"]
+    assert out["body_error"].isna().all()

@@ -17,6 +17,10 @@ synthesized from the bulk answer:
   ``Resource not found.`` for a DOI missing from the items;
 * Springer Meta (with ``springer_meta_api_key``): ``q=doi:a OR doi:b`` primes
   each per-DOI query with a one-record answer, or an empty ``records`` list;
+* Springer OpenAccess JATS (with both Springer keys): the same Meta OR
+  queries prime the OpenAccess query of each article Meta calls subscription
+  content (``openaccess: "false"``) with the API's "none" answer, since that
+  API serves open-access articles only;
 * Europe PMC full text: a search of 100 PMCIDs (``PMCID:a OR PMCID:b``) primes
   ``GET /PMC<n>/fullTextXML`` with its 404 for each article whose record says
   Europe PMC holds no full text (``inEPMC: "N"``), and nothing otherwise.
@@ -33,8 +37,8 @@ with the bulk request's reason, so the rows end ``abandoned: …`` and the next
 call retries them, instead of falling back to hundreds of paced single
 requests. A chunk answered with anything else (a 400, a body of the wrong
 shape) primes nothing: its articles take the per-article path. The Europe PMC
-search only ever spares requests: a chunk it could not get primes nothing,
-and its articles are asked as before.
+search and the Meta queries for OpenAccess only ever spare requests: a chunk
+they could not get primes nothing, and its articles are asked as before.
 
 Primed answers live for one step (:func:`primed` removes them on exit) and
 never reach the persistent cache; the bulk responses themselves are cached
@@ -71,7 +75,14 @@ from ..sources.semantic_scholar import (
     s2_paper_request,
 )
 from ..sources.semantic_scholar_batch import S2_BATCH_URL, s2_batch_key, s2_batch_records
-from ..sources.springer import SPRINGER_META_URL, SpringerFileSource, springer_meta_request
+from ..sources.springer import (
+    SPRINGER_META_URL,
+    SPRINGER_OA_JATS_URL,
+    SpringerFetcher,
+    SpringerFileSource,
+    springer_meta_request,
+    springer_oa_request,
+)
 from ..sources.springer_batch import springer_batch_key, springer_batch_records
 
 __all__ = [
@@ -103,6 +114,7 @@ class Service(enum.Enum):
     CROSSREF = "crossref"
     SPRINGER_META = "springer_meta"
     EUROPE_PMC_FULL_TEXT = "europe_pmc_full_text"
+    SPRINGER_OPEN_ACCESS = "springer_open_access"
 
 
 def for_file_sources(sources: Sequence[FileSource] | None) -> frozenset[Service]:
@@ -133,7 +145,9 @@ def for_fetchers(
     Europe PMC full text when the ladder holds an :class:`EuropePmcFetcher`
     (its misses are told in advance); Crossref when it holds an
     :class:`ElsevierFetcher` and ``credentials['elsevier_api_key']`` is usable
-    (that rung looks up every DOI it reaches in Crossref).
+    (that rung looks up every DOI it reaches in Crossref); Springer
+    OpenAccess when it holds a :class:`SpringerFetcher` and both Springer keys
+    are usable (Meta tells which articles are subscription content).
     """
     if fetchers is None:
         from ..operations.ladder import default_fetchers
@@ -145,6 +159,11 @@ def for_fetchers(
         services.add(Service.EUROPE_PMC_FULL_TEXT)
     if ElsevierFetcher in kinds and usable_credential(credentials, "elsevier_api_key") is not None:
         services.add(Service.CROSSREF)
+    if SpringerFetcher in kinds and all(
+        usable_credential(credentials, name) is not None
+        for name in ("springer_api_key", "springer_meta_api_key")
+    ):
+        services.add(Service.SPRINGER_OPEN_ACCESS)
     return frozenset(services)
 
 
@@ -158,6 +177,7 @@ _PRIMED_URLS: Final[Mapping[Service, str]] = {
     Service.CROSSREF: CROSSREF_WORKS_URL,
     Service.SPRINGER_META: SPRINGER_META_URL,
     Service.EUROPE_PMC_FULL_TEXT: f"{EUROPE_PMC_REST}/PMC",
+    Service.SPRINGER_OPEN_ACCESS: SPRINGER_OA_JATS_URL,
 }
 
 
@@ -486,6 +506,38 @@ async def _prime_springer(
         )
 
 
+# What the OpenAccess JATS API answers for a DOI it serves no open-access article for.
+_NO_OPEN_ACCESS: Final = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<response><result><total>0</total>'
+    b"<start>1</start><pageLength>10</pageLength><recordsDisplayed>0</recordsDisplayed>"
+    b"</result><records/><facets/></response>\n"
+)
+_XML: Final = (("content-type", "application/xml"),)
+
+
+async def _prime_springer_open_access(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    api_key = usable_credential(credentials, "springer_api_key")
+    if api_key is None or usable_credential(credentials, "springer_meta_api_key") is None:
+        return
+    async with session.scope() as scope:
+        found = await springer_batch_records(bundles, scope, credentials=credentials)
+    for ids, record in zip(bundles, found.values, strict=True):
+        batch_key = springer_batch_key(ids)
+        # Only a record that calls the article subscription content spares the request.
+        if batch_key is None or record is None or record.get("openaccess") != "false":
+            continue
+        keys.append(
+            _respond(
+                session, springer_oa_request(batch_key.wire, api_key), 200, _NO_OPEN_ACCESS, _XML
+            )
+        )
+
+
 # The answer Europe PMC gives a full-text request for an article it holds no text of.
 _NO_FULL_TEXT: Final = b"Not found"
 
@@ -511,6 +563,7 @@ _PRIMERS: Final = {
     Service.CROSSREF: _prime_crossref,
     Service.SPRINGER_META: _prime_springer,
     Service.EUROPE_PMC_FULL_TEXT: _prime_europe_pmc,
+    Service.SPRINGER_OPEN_ACCESS: _prime_springer_open_access,
 }
 
 

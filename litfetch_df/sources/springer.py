@@ -35,6 +35,7 @@ __all__ = [
     "extract_article",
     "springer_meta_files",
     "springer_meta_request",
+    "springer_oa_request",
     "springer_serves",
 ]
 
@@ -126,10 +127,9 @@ class SpringerFetcher:
         doi = _served(article_ids, self.name)
         if doi is None:
             return None
-        query = {"q": f"doi:{doi}"}
         # The recorded location reproduces the request minus the key.
-        uri = url_with_query(SPRINGER_OA_JATS_URL, query)
-        send = http.get(SPRINGER_OA_JATS_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT)
+        uri = url_with_query(SPRINGER_OA_JATS_URL, {"q": f"doi:{doi}"})
+        send = springer_oa_request(doi, key).send(http)
         response = await fetch_ok(send, f"{self.name}: {uri}", logger=log)
         if response is None:
             return None
@@ -200,6 +200,19 @@ class SpringerFileSource:
     ) -> Blob | None:
         """Download ``file`` (following redirects, no key sent); ``None`` unless 200."""
         return await download_file(http, file)
+
+
+def springer_oa_request(doi: str, api_key: str) -> GetRequest:
+    """Return the per-article OpenAccess JATS query for a parsed ``doi``: ``q=doi:<doi>``.
+
+    Paced at :attr:`Rate.DEFAULT`; the key travels only in ``api_key``.
+    """
+    return GetRequest(
+        url=SPRINGER_OA_JATS_URL,
+        params={"q": f"doi:{doi}", "api_key": api_key},
+        headers=None,
+        rate=Rate.DEFAULT,
+    )
 
 
 def springer_meta_request(doi: str, api_key: str) -> GetRequest:
