@@ -70,21 +70,20 @@ def test_a_recorded_crossref_record_names_its_member() -> None:
         ({"member": 339}, Publisher.SPRINGER_NATURE),
         ({"member": "78"}, Publisher.ELSEVIER),
         # An unknown member id: the registrant's name decides.
-        ({"member": "4242", "publisher": "Springer Science and Business Media LLC"}, None),
-        ({"member": "4242", "publisher": "BioMed Central"}, None),
-        ({"member": "4242", "publisher": "Elsevier BV"}, None),
+        (
+            {"member": "4242", "publisher": "Springer Science and Business Media LLC"},
+            Publisher.SPRINGER_NATURE,
+        ),
+        ({"member": "4242", "publisher": "BioMed Central"}, Publisher.SPRINGER_NATURE),
+        ({"member": "4242", "publisher": "Elsevier BV"}, Publisher.ELSEVIER),
         ({"member": "311", "publisher": "Wiley"}, Publisher.OTHER),
         ({"publisher": "Public Library of Science (PLoS)"}, Publisher.OTHER),
     ],
 )
 def test_crossref_member_then_name_settle_the_publisher(
-    record: dict[str, object], publisher: Publisher | None
+    record: dict[str, object], publisher: Publisher
 ) -> None:
-    expected = publisher
-    if expected is None:  # named by the registrant's name
-        name = str(record["publisher"])
-        expected = Publisher.ELSEVIER if "Elsevier" in name else Publisher.SPRINGER_NATURE
-    assert by_crossref(record) is expected
+    assert by_crossref(record) is publisher
 
 
 def test_a_crossref_record_outweighs_the_prefix_and_silence_leaves_it_to_the_prefix() -> None:
