@@ -21,6 +21,7 @@ from litfetch_df.frame import bulk, pipeline
 from litfetch_df.operations.types import FileSource
 from litfetch_df.sources.crossref import CrossrefFileSource
 from litfetch_df.sources.crossref_batch import CROSSREF_BATCH_CAP
+from litfetch_df.sources.elsevier import ElsevierFetcher
 from litfetch_df.sources.semantic_scholar import SemanticScholarFileSource
 from litfetch_df.sources.semantic_scholar_batch import S2_BATCH_CAP
 from litfetch_df.sources.springer import SpringerFileSource
@@ -54,6 +55,17 @@ BUNDLED: tuple[FileSource, ...] = (
 # -- the world -----------------------------------------------------------------------------------
 
 
+def is_springer(i: int) -> bool:
+    return i % 17 == 0 and i % 13 != 0
+
+
+def journal_doi(i: int) -> str:
+    """Article ``i``'s DOI: a tenth with capitals, Springer's under a Springer Nature prefix."""
+    # The Springer sources ask only about DOIs under Springer Nature's prefixes.
+    prefix = "10.1007" if is_springer(i) else "10.1000"
+    return f"{prefix}/Bulk.{i}" if i % 10 == 0 else f"{prefix}/bulk.{i}"
+
+
 def journal_article(i: int) -> Article:
     """Article ``i``: a DOI (a tenth with capitals), and a spread of what each service knows."""
     publisher = (
@@ -66,7 +78,7 @@ def journal_article(i: int) -> Article:
     home = {Publisher.ELSEVIER: BodyHome.ELSEVIER, Publisher.SPRINGER: BodyHome.SPRINGER}
     return Article(
         pmid=str(30000001 + i),
-        doi=f"10.1000/Bulk.{i}" if i % 10 == 0 else f"10.1000/bulk.{i}",
+        doi=journal_doi(i),
         publisher=publisher,
         body=home.get(publisher, BodyHome.NONE) if i % 2 == 0 else BodyHome.NONE,
         oa_status="gold" if i % 2 == 0 else "closed",
@@ -83,7 +95,7 @@ def preprint(j: int) -> Article:
     return Article(
         doi=f"10.1101/2026.02.{j:05d}",
         publisher=Publisher.BIORXIV if j % 2 == 0 else Publisher.MEDRXIV,
-        published_doi=f"10.1000/bulk.{j + 1}" if j % 3 else None,
+        published_doi=journal_doi(j + 1) if j % 3 else None,
         in_s2=j % 4 != 0,
     )
 
@@ -178,7 +190,11 @@ async def test_list_files_asks_each_bulk_service_once_per_chunk(
     assert s2_gets(fake) == 0
     assert crossref_lists(fake) == math.ceil(distinct / CROSSREF_BATCH_CAP) == 10
     assert crossref_singles(fake) == 0
-    assert fake.count(HOST_SPRINGER) == math.ceil(distinct / SPRINGER_BATCH_CAP)
+    # Springer Meta is asked about Springer Nature's DOIs only, in OR queries.
+    springer = [a for a in world.articles if a.publisher is Publisher.SPRINGER]
+    assert fake.count(HOST_SPRINGER) == math.ceil(len(springer) / SPRINGER_BATCH_CAP)
+    asked = [t for r in fake.requests(HOST_SPRINGER) for t in str(r.param("q")).split(" OR ")]
+    assert sorted(asked) == sorted(f"doi:{a.doi}" for a in springer)
 
     # Every row answers as the world says, repeats (upper-cased DOIs) included.
     assert out["files_error"].isna().all()
@@ -453,10 +469,19 @@ def test_only_the_services_a_step_uses_are_primed() -> None:
         bulk.Service.SPRINGER_META,
     }
     assert bulk.for_file_sources([Recorder(), MyCrossref()]) == frozenset()
-    assert bulk.for_fetchers(None, {}) == frozenset()
-    assert bulk.for_fetchers(None, {"elsevier_api_key": "  "}) == frozenset()
-    assert bulk.for_fetchers(None, {"elsevier_api_key": "k"}) == {bulk.Service.CROSSREF}
+    # The ladder's Europe PMC rung is told its misses in advance; Crossref needs an Elsevier key.
+    full_text = bulk.Service.EUROPE_PMC_FULL_TEXT
+    assert bulk.for_fetchers(None, {}) == {full_text}
+    assert bulk.for_fetchers(None, {"elsevier_api_key": "  "}) == {full_text}
+    assert bulk.for_fetchers(None, {"elsevier_api_key": "k"}) == {bulk.Service.CROSSREF, full_text}
+    assert bulk.for_fetchers([ElsevierFetcher()], {"elsevier_api_key": "k"}) == {
+        bulk.Service.CROSSREF
+    }
     assert bulk.for_fetchers([], {"elsevier_api_key": "k"}) == frozenset()
+    # Meta tells the OpenAccess rung which articles are subscription content: both keys needed.
+    springer = {"springer_api_key": "oa", "springer_meta_api_key": "meta"}
+    assert bulk.Service.SPRINGER_OPEN_ACCESS in bulk.for_fetchers(None, springer)
+    assert bulk.for_fetchers(None, {"springer_api_key": "oa"}) == {full_text}
     assert bulk.for_related() == {bulk.Service.CROSSREF}
 
 

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from litfetch_df import ArticleIds, Rate
 from litfetch_df.ids import RESOLVABLE
 from litfetch_df.operations.resolution import (
+    MAX_ROUNDS,
     EuropePmcBatchResolver,
     NcbiIdConverterBatchResolver,
     OpenAlexResolver,
@@ -254,45 +255,83 @@ class TableHttp:
 @dataclasses.dataclass
 class Expected:
     result: ArticleIds
-    sent: dict[str, str]  # service host -> the key this element was sent under
+    rounds: list[dict[str, str]]  # per round: service host -> the key this element was sent under
+
+    @property
+    def sent(self) -> set[str]:
+        """The services this element was sent to, in any round."""
+        return {host for sent in self.rounds for host in sent}
 
 
 def _complete(ids: ArticleIds) -> bool:
     return ids.has(RESOLVABLE)
 
 
+def _keys(ids: ArticleIds) -> dict[str, str | None]:
+    """What each service would be asked about ``ids`` (``None``: nothing)."""
+    if _complete(ids):
+        return dict.fromkeys((NCBI, EPMC, OPENALEX))
+    ncbi = ids.pmid or (ids.pmcid.upper() if ids.pmcid else None) or (ids.doi or "").lower()
+    return {
+        NCBI: ncbi or None,
+        EPMC: ids.pmid if ids.pmid and (ids.pmcid is None or ids.doi is None) else None,
+        OPENALEX: ids.doi.lower() if ids.doi and (ids.pmid is None or ids.pmcid is None) else None,
+    }
+
+
+_NEVER = "never asked"
+
+
 def model(article: Article, given: ArticleIds, down: frozenset[str] = frozenset()) -> Expected:
-    """What ``default_batch_resolver`` should make of one element, written plainly."""
-    ids, sent = given, {}
-    if not _complete(ids):
-        key = ids.pmid or (ids.pmcid.upper() if ids.pmcid else None) or (ids.doi or "").lower()
-        if key:
-            sent[NCBI] = key
-            separator = ids.pmid is None and ids.pmcid is None and "," in key
-            if NCBI not in down and article.in_ncbi and not separator:
-                ids = ids.merge(article.ids)
-    if not _complete(ids) and ids.pmid and (ids.pmcid is None or ids.doi is None):
-        sent[EPMC] = ids.pmid
-        if EPMC not in down and article.in_epmc:
-            ids = ids.merge(article.ids)
-    if not _complete(ids) and ids.doi and (ids.pmid is None or ids.pmcid is None):
-        sent[OPENALEX] = ids.doi.lower()
-        usable = "|" not in ids.doi and "," not in ids.doi
-        if OPENALEX not in down and article.in_openalex and usable:
-            pmcid = article.pmcid if article.openalex_pmcid else None
-            ids = ids.merge(ArticleIds(pmid=article.pmid, pmcid=pmcid))
-    return Expected(ids, sent)
+    """What ``default_batch_resolver`` should make of one element, written plainly.
+
+    Rounds of NCBI, Europe PMC, OpenAlex until the element gains nothing; in a
+    later round a service is asked again only when its question changed.
+    """
+    ids, rounds = given, []
+    last: dict[str, str | None] = {}
+    for _ in range(MAX_ROUNDS):
+        before, sent = ids, {}
+        for host in (NCBI, EPMC, OPENALEX):
+            if _complete(ids):
+                break
+            key = _keys(ids)[host]
+            if last.get(host, _NEVER) == key:
+                continue
+            last[host] = key
+            if key is None:
+                continue
+            sent[host] = key
+            if host in down:
+                continue
+            if host == NCBI:
+                separator = ids.pmid is None and ids.pmcid is None and "," in key
+                if article.in_ncbi and not separator:
+                    ids = ids.merge(article.ids)
+            elif host == EPMC:
+                if article.in_epmc:
+                    ids = ids.merge(article.ids)
+            elif article.in_openalex and "|" not in key and "," not in key:
+                pmcid = article.pmcid if article.openalex_pmcid else None
+                ids = ids.merge(ArticleIds(pmid=article.pmid, pmcid=pmcid))
+        rounds.append(sent)
+        if ids == before:
+            break
+    return Expected(ids, rounds)
 
 
 def expected_requests(expectations: Sequence[Expected]) -> dict[str, int]:
-    """``ceil(distinct / cap)`` per service, plus one request per key that must go alone."""
+    """Per round, ``ceil(distinct / cap)`` per service plus one request per key that goes alone."""
     caps = {NCBI: 200, EPMC: 100, OPENALEX: 50}
     alone = {NCBI: ",", EPMC: "", OPENALEX: ",|"}
-    counts = {}
-    for host, cap in caps.items():
-        keys = {e.sent[host] for e in expectations if host in e.sent}
-        solo = {k for k in keys if any(c in k for c in alone[host])}
-        counts[host] = math.ceil(len(keys - solo) / cap) + len(solo)
+    counts = dict.fromkeys(caps, 0)
+    for r in range(MAX_ROUNDS):
+        for host, cap in caps.items():
+            keys = {
+                e.rounds[r][host] for e in expectations if r < len(e.rounds) and host in e.rounds[r]
+            }
+            solo = {k for k in keys if any(c in k for c in alone[host])}
+            counts[host] += math.ceil(len(keys - solo) / cap) + len(solo)
     return counts
 
 
@@ -746,3 +785,53 @@ def test_the_resolvers_module_re_exports_every_bundled_resolver() -> None:
     assert all(getattr(resolvers, name) is not None for name in expected)
     assert resolvers.OpenAlexResolver is OpenAlexResolver
     assert resolvers.default_resolver() == default_resolver()
+
+
+# -- the fixpoint: a gained id goes back to the resolvers that can use it ---------------------
+
+
+async def test_a_pmid_from_openalex_goes_back_to_europe_pmc_for_the_pmcid() -> None:
+    # Article 7: a Europe-PMC-only PMC id, known to OpenAlex by DOI (without the PMCID).
+    doi_only = ArticleIds(doi="10.1000/abc.7")
+    # Article 14: a DOI-only work OpenAlex knows; it gains nothing anyone can use further.
+    nothing_more = ArticleIds(doi="10.5555/only.14")
+    world = World(WORLD_ARTICLES)
+    async with mock_session(world.handle) as s:
+        out, abandoned = await default_batch_resolver()([doi_only, nothing_more], s)
+    assert out[0] == ArticleIds(pmid=_pmid(7), pmcid=_pmcid(7), doi="10.1000/abc.7")
+    assert out[1] == ArticleIds(doi="10.5555/only.14")
+    assert abandoned == set()
+    # Round 1: NCBI (both DOIs), OpenAlex (both DOIs). Round 2, for the bundle that gained
+    # a PMID only: NCBI and Europe PMC by that PMID. OpenAlex is not asked the same DOI again.
+    assert world.requests == Counter({NCBI: 2, OPENALEX: 1, EPMC: 1})
+
+
+async def test_rounds_stop_when_nothing_is_gained_and_are_bounded() -> None:
+    calls: list[list[ArticleIds]] = []
+
+    async def grows(batch: Sequence[ArticleIds], http: Any) -> tuple[list[ArticleIds], set[int]]:
+        # A resolver with no lookup_key: offered again whenever the bundle changed. It adds
+        # a PMID, then a PMCID, then a DOI, one id per call.
+        calls.append(list(batch))
+        out = []
+        for ids in batch:
+            if ids.pmid is None:
+                out.append(ids.merge(ArticleIds(pmid="1")))
+            elif ids.pmcid is None:
+                out.append(ids.merge(ArticleIds(pmcid="PMC1")))
+            else:
+                out.append(ids.merge(ArticleIds(doi="10.1/x")))
+        return out, set()
+
+    async def idle(batch: Sequence[ArticleIds], http: Any) -> tuple[list[ArticleIds], set[int]]:
+        calls.append([])
+        return list(batch), set()
+
+    out, _ = await chain_batch(grows)([ArticleIds(bookid="NBK1")], None)  # type: ignore[arg-type]
+    assert len(calls) == MAX_ROUNDS == 3
+    assert out[0] == ArticleIds(pmid="1", pmcid="PMC1", doi="10.1/x", bookid="NBK1")
+
+    calls.clear()
+    await chain_batch(idle, grows, required={"pmid"})([ArticleIds(doi="10.1/y")], None)  # type: ignore[arg-type]
+    # Round 1: idle, grows (gains the PMID: complete on "pmid"). Round 2 has nothing to offer.
+    assert [len(c) for c in calls] == [0, 1]

@@ -86,7 +86,8 @@ async def test_xxe_is_never_read_by_any_body_source(
             + b"</records></response>"
         )
         fake.route(SPRINGER, r"/openaccess/jats", FakeResponse(200, springer))
-        ids = ArticleIds(pmcid="PMC7000001.1", bookid="NBK1116", doi="10.1000/abc.1")
+        # A Springer Nature DOI, so the Springer rung asks (it asks about no other).
+        ids = ArticleIds(pmcid="PMC7000001.1", bookid="NBK1116", doi="10.1186/abc.1")
         results = [
             await EuropePmcFetcher().fetch(ids, http=fake_session),
             await EuropePmcBookshelfFetcher().fetch(ids, http=fake_session),
@@ -174,14 +175,14 @@ async def test_path_shaped_doi_stays_a_query_value(
 ) -> None:
     fake.route(SPRINGER, r"/openaccess/jats", FakeResponse(200, b"<response><records/></response>"))
     blob = await SpringerFetcher().fetch(
-        ArticleIds(doi="10.1234/../../admin"),
+        ArticleIds(doi="10.1007/../../admin"),
         credentials={"springer_api_key": KEY},
         http=fake_session,
     )
     assert blob is None
     (req,) = fake.requests(SPRINGER)
     assert req.path == "/openaccess/jats"
-    assert req.param("q") == "doi:10.1234/../../admin"
+    assert req.param("q") == "doi:10.1007/../../admin"
 
 
 @pytest.mark.parametrize("pmcid", ["PMC1/../admin", "PMC1?x=1", "PMC1#frag", "PMC1%2F..%2Fx"])

@@ -16,7 +16,14 @@ synthesized from the bulk answer:
   ``GET /works/<doi>`` with a 200 work envelope, or a 404
   ``Resource not found.`` for a DOI missing from the items;
 * Springer Meta (with ``springer_meta_api_key``): ``q=doi:a OR doi:b`` primes
-  each per-DOI query with a one-record answer, or an empty ``records`` list.
+  each per-DOI query with a one-record answer, or an empty ``records`` list;
+* Springer OpenAccess JATS (with both Springer keys): the same Meta OR
+  queries prime the OpenAccess query of each article Meta calls subscription
+  content (``openaccess: "false"``) with the API's "none" answer, since that
+  API serves open-access articles only;
+* Europe PMC full text: a search of 100 PMCIDs (``PMCID:a OR PMCID:b``) primes
+  ``GET /PMC<n>/fullTextXML`` with its 404 for each article whose record says
+  Europe PMC holds no full text (``inEPMC: "N"``), and nothing otherwise.
 
 The per-article code then runs unchanged, so each row's result is the one the
 per-article path gives on the same upstream data, and a custom
@@ -29,7 +36,9 @@ answered (transport failure, or a 429/5xx after every retry) primes a
 with the bulk request's reason, so the rows end ``abandoned: …`` and the next
 call retries them, instead of falling back to hundreds of paced single
 requests. A chunk answered with anything else (a 400, a body of the wrong
-shape) primes nothing: its articles take the per-article path.
+shape) primes nothing: its articles take the per-article path. The Europe PMC
+search and the Meta queries for OpenAccess only ever spare requests: a chunk
+they could not get primes nothing, and its articles are asked as before.
 
 Primed answers live for one step (:func:`primed` removes them on exit) and
 never reach the persistent cache; the bulk responses themselves are cached
@@ -50,7 +59,7 @@ from typing import Any, Final
 import httpx
 
 from .._http import Rate, get_logger
-from ..ids import ArticleIds, doi_key, parse_doi
+from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid
 from ..operations.types import Fetcher, FileSource
 from ..session import CachedResponse, Session
 from ..sources._common import GetRequest, json_object, usable_credential
@@ -58,13 +67,22 @@ from ..sources.bulk import BulkResult
 from ..sources.crossref import CROSSREF_WORKS_URL, CrossrefFileSource, crossref_work_request
 from ..sources.crossref_batch import CROSSREF_LIST_URL, crossref_batch_key, crossref_batch_records
 from ..sources.elsevier import ElsevierFetcher
+from ..sources.europe_pmc import EUROPE_PMC_REST, EuropePmcFetcher, full_text_request
+from ..sources.europe_pmc_search import holdings
 from ..sources.semantic_scholar import (
     S2_PAPER_URL,
     SemanticScholarFileSource,
     s2_paper_request,
 )
 from ..sources.semantic_scholar_batch import S2_BATCH_URL, s2_batch_key, s2_batch_records
-from ..sources.springer import SPRINGER_META_URL, SpringerFileSource, springer_meta_request
+from ..sources.springer import (
+    SPRINGER_META_URL,
+    SPRINGER_OA_JATS_URL,
+    SpringerFetcher,
+    SpringerFileSource,
+    springer_meta_request,
+    springer_oa_request,
+)
 from ..sources.springer_batch import springer_batch_key, springer_batch_records
 
 __all__ = [
@@ -95,6 +113,8 @@ class Service(enum.Enum):
     SEMANTIC_SCHOLAR = "semantic_scholar"
     CROSSREF = "crossref"
     SPRINGER_META = "springer_meta"
+    EUROPE_PMC_FULL_TEXT = "europe_pmc_full_text"
+    SPRINGER_OPEN_ACCESS = "springer_open_access"
 
 
 def for_file_sources(sources: Sequence[FileSource] | None) -> frozenset[Service]:
@@ -121,19 +141,30 @@ def for_fetchers(
 ) -> frozenset[Service]:
     """Return the services to prime for ``fetch_bodies`` with ``fetchers`` (``None``: the ladder).
 
-    Crossref, when the ladder holds an :class:`ElsevierFetcher` (exactly that
-    class) and ``credentials['elsevier_api_key']`` is usable: that rung looks
-    up every DOI it reaches in Crossref. Nothing otherwise.
+    Only the exact bundled classes count (a subclass may ask differently):
+    Europe PMC full text when the ladder holds an :class:`EuropePmcFetcher`
+    (its misses are told in advance); Crossref when it holds an
+    :class:`ElsevierFetcher` and ``credentials['elsevier_api_key']`` is usable
+    (that rung looks up every DOI it reaches in Crossref); Springer
+    OpenAccess when it holds a :class:`SpringerFetcher` and both Springer keys
+    are usable (Meta tells which articles are subscription content).
     """
-    if usable_credential(credentials, "elsevier_api_key") is None:
-        return frozenset()
     if fetchers is None:
         from ..operations.ladder import default_fetchers
 
         fetchers = default_fetchers()
-    if any(type(f) is ElsevierFetcher for f in fetchers):
-        return frozenset({Service.CROSSREF})
-    return frozenset()
+    kinds = {type(f) for f in fetchers}
+    services: set[Service] = set()
+    if EuropePmcFetcher in kinds:
+        services.add(Service.EUROPE_PMC_FULL_TEXT)
+    if ElsevierFetcher in kinds and usable_credential(credentials, "elsevier_api_key") is not None:
+        services.add(Service.CROSSREF)
+    if SpringerFetcher in kinds and all(
+        usable_credential(credentials, name) is not None
+        for name in ("springer_api_key", "springer_meta_api_key")
+    ):
+        services.add(Service.SPRINGER_OPEN_ACCESS)
+    return frozenset(services)
 
 
 def for_related() -> frozenset[Service]:
@@ -145,6 +176,8 @@ _PRIMED_URLS: Final[Mapping[Service, str]] = {
     Service.SEMANTIC_SCHOLAR: S2_PAPER_URL,
     Service.CROSSREF: CROSSREF_WORKS_URL,
     Service.SPRINGER_META: SPRINGER_META_URL,
+    Service.EUROPE_PMC_FULL_TEXT: f"{EUROPE_PMC_REST}/PMC",
+    Service.SPRINGER_OPEN_ACCESS: SPRINGER_OA_JATS_URL,
 }
 
 
@@ -154,7 +187,9 @@ def may_prime(service: Service, url: str) -> bool:
     A request that says ``True`` is worth holding back until that lookup is
     in: sent before, it would cost a request the lookup answers anyway.
     """
-    return url.startswith(_PRIMED_URLS[service])
+    if not url.startswith(_PRIMED_URLS[service]):
+        return False
+    return service is not Service.EUROPE_PMC_FULL_TEXT or url.endswith("/fullTextXML")
 
 
 # -- watching the bulk exchanges ---------------------------------------------------------------
@@ -471,10 +506,64 @@ async def _prime_springer(
         )
 
 
+# What the OpenAccess JATS API answers for a DOI it serves no open-access article for.
+_NO_OPEN_ACCESS: Final = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<response><result><total>0</total>'
+    b"<start>1</start><pageLength>10</pageLength><recordsDisplayed>0</recordsDisplayed>"
+    b"</result><records/><facets/></response>\n"
+)
+_XML: Final = (("content-type", "application/xml"),)
+
+
+async def _prime_springer_open_access(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    api_key = usable_credential(credentials, "springer_api_key")
+    if api_key is None or usable_credential(credentials, "springer_meta_api_key") is None:
+        return
+    async with session.scope() as scope:
+        found = await springer_batch_records(bundles, scope, credentials=credentials)
+    for ids, record in zip(bundles, found.values, strict=True):
+        batch_key = springer_batch_key(ids)
+        # Only a record that calls the article subscription content spares the request.
+        if batch_key is None or record is None or record.get("openaccess") != "false":
+            continue
+        keys.append(
+            _respond(
+                session, springer_oa_request(batch_key.wire, api_key), 200, _NO_OPEN_ACCESS, _XML
+            )
+        )
+
+
+# The answer Europe PMC gives a full-text request for an article it holds no text of.
+_NO_FULL_TEXT: Final = b"Not found"
+
+
+async def _prime_europe_pmc(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    async with session.scope() as scope:
+        found = await holdings(bundles, scope)
+    for ids, holding in zip(bundles, found.values, strict=True):
+        # Only a record that says "no full text" spares a request; silence asks as before.
+        if holding is None or not holding.lacks_full_text or ids.pmcid is None:
+            continue
+        request = full_text_request(parse_pmcid(ids.pmcid))
+        keys.append(_respond(session, request, 404, _NO_FULL_TEXT, _TEXT))
+
+
 _PRIMERS: Final = {
     Service.SEMANTIC_SCHOLAR: _prime_s2,
     Service.CROSSREF: _prime_crossref,
     Service.SPRINGER_META: _prime_springer,
+    Service.EUROPE_PMC_FULL_TEXT: _prime_europe_pmc,
+    Service.SPRINGER_OPEN_ACCESS: _prime_springer_open_access,
 }
 
 

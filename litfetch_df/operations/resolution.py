@@ -5,6 +5,12 @@ resolvable id. For a whole corpus, the batch resolvers collapse N lookups into
 ``ceil(distinct / cap)`` requests per service, and :func:`chain_batch` feeds
 each only the elements still missing something.
 
+:func:`chain_batch` runs its resolvers in rounds until no bundle gains an id
+(at most :data:`MAX_ROUNDS`): a bundle that gains an id from a later resolver
+(a PMID from OpenAlex, say) is offered again to the earlier ones that can now
+ask about it (Europe PMC search, PMID → PMCID), and to no resolver that would
+ask the same question again.
+
 Every batch resolver here follows one recipe (:func:`_resolve_keyed`, built on
 the bulk lookups' :func:`~litfetch_df.sources.bulk.bulk_lookup`): key each
 element in the service's scheme, send each distinct key once, chunk at the
@@ -16,7 +22,8 @@ abandoned the still-incomplete indices of chunks that were never answered.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from typing import Final
 
 from .._http import Http
 from ..ids import RESOLVABLE, ArticleIds
@@ -27,6 +34,7 @@ from ..sources.ncbi_idconv import NcbiIdConverterResolver
 from .types import BatchResolver, Resolver
 
 __all__ = [
+    "MAX_ROUNDS",
     "EuropePmcBatchResolver",
     "NcbiIdConverterBatchResolver",
     "OpenAlexResolver",
@@ -35,6 +43,9 @@ __all__ = [
     "default_batch_resolver",
     "default_resolver",
 ]
+
+MAX_ROUNDS: Final = 3
+"""Most passes :func:`chain_batch` makes over its resolvers before it stops asking."""
 
 Lookup = Callable[[list[str]], Awaitable[dict[str, ArticleIds] | None]]
 """Ask a service about a chunk of keys: key → ids found, or ``None`` when not answered."""
@@ -116,6 +127,10 @@ class NcbiIdConverterBatchResolver:
     def __post_init__(self) -> None:
         ncbi_idconv.check_tool(self.tool)
 
+    def lookup_key(self, ids: ArticleIds) -> str | None:
+        """Return what the converter is asked about for ``ids``, or ``None`` (not asked)."""
+        return ncbi_idconv.batch_key(ids)
+
     async def __call__(
         self, batch: Sequence[ArticleIds], http: Http
     ) -> tuple[list[ArticleIds], set[int]]:
@@ -146,6 +161,10 @@ class EuropePmcBatchResolver:
     PubMed articles outside PMC, at no extra request). Returns the aligned,
     merged bundles and the abandoned indices.
     """
+
+    def lookup_key(self, ids: ArticleIds) -> str | None:
+        """Return the PMID searched for ``ids``, or ``None`` (not asked)."""
+        return europe_pmc_search.search_key(ids)
 
     async def __call__(
         self, batch: Sequence[ArticleIds], http: Http
@@ -182,6 +201,10 @@ class OpenAlexResolver:
     def __post_init__(self) -> None:
         openalex.check_api_key(self.api_key)
 
+    def lookup_key(self, ids: ArticleIds) -> str | None:
+        """Return the DOI OpenAlex is asked about for ``ids``, or ``None`` (not asked)."""
+        return openalex.doi_lookup_key(ids)
+
     async def __call__(
         self, batch: Sequence[ArticleIds], http: Http
     ) -> tuple[list[ArticleIds], set[int]]:
@@ -215,6 +238,24 @@ def _required_fields(required: Iterable[str]) -> frozenset[str]:
     return fields
 
 
+_NEVER: Final = object()
+"""What a resolver was asked about a bundle it has not seen yet."""
+
+
+def _question(resolver: BatchResolver, ids: ArticleIds) -> Hashable:
+    """What ``resolver`` would ask its service about ``ids``.
+
+    A resolver that says (a ``lookup_key`` method, as the bundled ones have)
+    is judged by its key; any other by the whole bundle, so it is offered a
+    bundle again whenever the bundle changed.
+    """
+    lookup_key = getattr(resolver, "lookup_key", None)
+    if callable(lookup_key):
+        key: Hashable = lookup_key(ids)
+        return key
+    return ids
+
+
 @dataclasses.dataclass(frozen=True)
 class _BatchChain:
     resolvers: tuple[BatchResolver, ...]
@@ -225,26 +266,50 @@ class _BatchChain:
     ) -> tuple[list[ArticleIds], set[int]]:
         current = list(batch)
         gave_up: set[int] = set()
-        for resolver in self.resolvers:
-            todo = [i for i, ids in enumerate(current) if not ids.has(self.required)]
-            if not todo:
+        # Per resolver, what it was last asked about each index: a bundle goes back to a
+        # resolver only when that question changed, so a bundle that gained nothing
+        # costs no request in a later round.
+        asked: list[dict[int, Hashable]] = [{} for _ in self.resolvers]
+        for _round in range(MAX_ROUNDS):
+            gained = False
+            for resolver, seen in zip(self.resolvers, asked, strict=True):
+                todo = [
+                    i
+                    for i, ids in enumerate(current)
+                    if not ids.has(self.required)
+                    and seen.get(i, _NEVER) != _question(resolver, ids)
+                ]
+                if not todo:
+                    continue
+                for i in todo:
+                    seen[i] = _question(resolver, current[i])
+                results, abandoned = await resolver([current[i] for i in todo], http)
+                if len(results) != len(todo):
+                    raise ValueError(
+                        f"batch resolver {resolver!r} returned {len(results)} results "
+                        f"for {len(todo)} inputs"
+                    )
+                for position, index in enumerate(todo):
+                    # Merge again so a resolver that overwrites cannot change a known id.
+                    merged = current[index].merge(results[position])
+                    gained = gained or merged != current[index]
+                    current[index] = merged
+                gave_up.update(todo[j] for j in abandoned if 0 <= j < len(todo))
+            if not gained:
                 break
-            results, abandoned = await resolver([current[i] for i in todo], http)
-            if len(results) != len(todo):
-                raise ValueError(
-                    f"batch resolver {resolver!r} returned {len(results)} results "
-                    f"for {len(todo)} inputs"
-                )
-            for position, index in enumerate(todo):
-                # Merge again so a resolver that overwrites cannot change a known id.
-                current[index] = current[index].merge(results[position])
-            gave_up.update(todo[j] for j in abandoned if 0 <= j < len(todo))
         return current, {i for i in gave_up if not current[i].has(self.required)}
 
 
 def chain_batch(*resolvers: BatchResolver, required: Iterable[str] = RESOLVABLE) -> BatchResolver:
     """Compose batch resolvers; each sees only the elements still missing a ``required`` id.
 
+    The resolvers run in order, then again, until a round leaves every bundle
+    as it was (at most :data:`MAX_ROUNDS` rounds). In a later round a resolver
+    is offered only the bundles whose question to it changed: the key it asks
+    its service about (a ``lookup_key(ids)`` method, which the bundled
+    resolvers have), or, for a resolver without one, the bundle itself. So a
+    DOI-only bundle that gains a PMID from OpenAlex goes back to Europe PMC
+    search for its PMCID, while bundles that gained nothing cost nothing more.
     ``required`` (default: pmid, pmcid, doi) must be non-empty and name only
     resolvable identifiers, else :class:`ValueError`. The composite returns
     the aligned, merged bundles and the indices still incomplete on

@@ -19,9 +19,14 @@ from .._http import Http, Rate, get_logger
 from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, Blob, File, FileKind
 from ..ids import ArticleIds, parse_bookid, parse_pmcid
-from ._common import fetch_ok
+from ._common import GetRequest, fetch_ok
 
-__all__ = ["EUROPE_PMC_REST", "EuropePmcBookshelfFetcher", "EuropePmcFetcher"]
+__all__ = [
+    "EUROPE_PMC_REST",
+    "EuropePmcBookshelfFetcher",
+    "EuropePmcFetcher",
+    "full_text_request",
+]
 
 log = get_logger(__name__)
 
@@ -60,8 +65,21 @@ class EuropePmcFetcher:
         except ValueError as exc:
             log.warning("europe_pmc: declined an invalid PMCID: %s", exc)
             return None
-        url = f"{EUROPE_PMC_REST}/{pmcid}/fullTextXML"
-        return await _fetch_xml(http, url, source=self.name, roots=frozenset({"article"}))
+        request = full_text_request(pmcid)
+        return await _fetch_xml(http, request.url, source=self.name, roots=frozenset({"article"}))
+
+
+def full_text_request(pmcid: str) -> GetRequest:
+    """Return the full-text request :class:`EuropePmcFetcher` sends for a parsed ``pmcid``.
+
+    ``GET /PMC<n>/fullTextXML``, no parameters, paced at :attr:`Rate.EUROPE_PMC`.
+    """
+    return GetRequest(
+        url=f"{EUROPE_PMC_REST}/{pmcid}/fullTextXML",
+        params=None,
+        headers=None,
+        rate=Rate.EUROPE_PMC,
+    )
 
 
 class EuropePmcBookshelfFetcher:

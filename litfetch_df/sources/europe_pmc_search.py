@@ -6,6 +6,11 @@ are not in PMC at all. :class:`EuropePmcResolver` asks about one PMID;
 :func:`search_pmids` OR-s up to :data:`BATCH_CAP` PMIDs into one query (used by
 the batch resolver in :mod:`litfetch_df.operations.resolution`). Both read
 records through :func:`record_ids`, so per-item and batch answers agree.
+
+The same records say what Europe PMC holds of each article (``inEPMC``,
+``isOpenAccess``, ``inPMC``, ``hasPDF``). :func:`holdings` reads them for a
+table's PMCIDs, 100 OR-ed into one query, so a table-level caller can leave
+out the full-text requests that cannot be answered.
 """
 
 from __future__ import annotations
@@ -17,14 +22,18 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
 from ._common import parsed_or_none
-from .bulk import chunk_answer, ids_by_key
+from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
     "SEARCH_URL",
+    "EuropePmcHolding",
     "EuropePmcResolver",
+    "holdings",
+    "record_holding",
     "record_ids",
     "search_key",
+    "search_pmcids",
     "search_pmids",
 ]
 
@@ -126,3 +135,122 @@ class EuropePmcResolver:
         found = await search_pmids(http, [pmid])
         record = found.get(pmid) if found else None
         return ids if record is None else ids.merge(record)
+
+
+# -- what Europe PMC holds of an article ------------------------------------------------------
+
+
+def _flag(value: object) -> bool | None:
+    # Europe PMC writes its flags as "Y" / "N"; anything else says nothing.
+    if value == "Y":
+        return True
+    if value == "N":
+        return False
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EuropePmcHolding:
+    """What Europe PMC's search record says it holds of one article (``None``: not stated).
+
+    ``in_epmc`` is ``inEPMC`` (Europe PMC holds the full text), ``open_access``
+    ``isOpenAccess``, ``in_pmc`` ``inPMC``, ``has_pdf`` ``hasPDF``.
+    """
+
+    in_epmc: bool | None = None
+    open_access: bool | None = None
+    in_pmc: bool | None = None
+    has_pdf: bool | None = None
+
+    @property
+    def lacks_full_text(self) -> bool:
+        """Whether the record says Europe PMC holds no full text of the article at all.
+
+        Only an explicit ``inEPMC: "N"`` says so. ``isOpenAccess: "N"`` alone
+        does not: Europe PMC serves author manuscripts that are not in the
+        open-access subset, so a body could be lost on that reading.
+        """
+        return self.in_epmc is False
+
+    def join(self, other: EuropePmcHolding) -> EuropePmcHolding:
+        """Combine two records of one article: whatever either says it holds, it holds."""
+
+        def either(a: bool | None, b: bool | None) -> bool | None:
+            return True if True in (a, b) else (False if False in (a, b) else None)
+
+        return EuropePmcHolding(
+            in_epmc=either(self.in_epmc, other.in_epmc),
+            open_access=either(self.open_access, other.open_access),
+            in_pmc=either(self.in_pmc, other.in_pmc),
+            has_pdf=either(self.has_pdf, other.has_pdf),
+        )
+
+
+def record_holding(record: Mapping[str, Any]) -> tuple[str, EuropePmcHolding] | None:
+    """Return ``(pmcid, holding)`` for one search result, or ``None`` when it names no PMCID."""
+    pmcid = _parse(parse_pmcid, record.get("pmcid"))
+    if pmcid is None:
+        return None
+    return pmcid, EuropePmcHolding(
+        in_epmc=_flag(record.get("inEPMC")),
+        open_access=_flag(record.get("isOpenAccess")),
+        in_pmc=_flag(record.get("inPMC")),
+        has_pdf=_flag(record.get("hasPDF")),
+    )
+
+
+async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
+    """Look up canonical ``pmcids`` in one search; return what Europe PMC holds of each.
+
+    ``(PMCID:PMC1 OR PMCID:PMC2 …)`` with ``resultType=lite`` and a page as
+    large as the chunk. A PMCID no record names is simply absent (nothing is
+    known of it); two records naming one PMCID are joined. Returns ``None``
+    when the request was given up after every retry, like :func:`search_pmids`.
+    """
+    if not pmcids:
+        return {}
+    terms = [f"PMCID:{p}" for p in pmcids]
+    params: dict[str, str | int] = {
+        "query": terms[0] if len(terms) == 1 else "(" + " OR ".join(terms) + ")",
+        "format": "json",
+        "resultType": "lite",
+        "pageSize": len(pmcids),
+    }
+    wanted = set(pmcids)
+
+    def read(body: Any) -> dict[str, EuropePmcHolding] | None:
+        result_list = body.get("resultList") if isinstance(body, Mapping) else None
+        results = result_list.get("result") if isinstance(result_list, Mapping) else None
+        if not isinstance(results, list):
+            return None
+        found: dict[str, EuropePmcHolding] = {}
+        for record in results:
+            named = record_holding(record) if isinstance(record, Mapping) else None
+            if named is None or named[0] not in wanted:
+                continue
+            pmcid, holding = named
+            found[pmcid] = found[pmcid].join(holding) if pmcid in found else holding
+        return found
+
+    what = f"Europe PMC search ({len(pmcids)} PMCID{'s' if len(pmcids) != 1 else ''})"
+    send = http.get(SEARCH_URL, params=params, rate=Rate.EUROPE_PMC)
+    return await chunk_answer(send, what, read, logger=log)
+
+
+def _pmcid_key(ids: ArticleIds) -> BulkKey | None:
+    pmcid = _parse(parse_pmcid, ids.pmcid)
+    return None if pmcid is None else BulkKey(key=pmcid, wire=pmcid)
+
+
+async def holdings(batch: Sequence[ArticleIds], http: Http) -> BulkResult[EuropePmcHolding]:
+    """Return what Europe PMC holds of each bundle's PMCID, :data:`BATCH_CAP` per request.
+
+    ``values[i]`` is ``None`` without a valid PMCID, when no record names it,
+    or when its chunk was not answered (its index is then in ``abandoned``).
+    Each distinct PMCID is asked once; the chunks are issued together.
+    """
+
+    async def lookup(pmcids: list[str]) -> dict[str, EuropePmcHolding] | None:
+        return await search_pmcids(http, pmcids)
+
+    return await bulk_lookup([_pmcid_key(ids) for ids in batch], lookup, cap=BATCH_CAP)

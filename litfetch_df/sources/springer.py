@@ -1,5 +1,9 @@
 """Springer Nature: the OpenAccess JATS API (body) and the Meta API (PDF link + OA flag).
 
+Both APIs answer only for Springer Nature's own articles, so each source asks
+only about DOIs :mod:`litfetch_df.publishers` attributes to Springer Nature
+(any other DOI is simply not this rung's: no request, nothing failed).
+
 Both APIs take the caller's key as the ``api_key`` query parameter, and each
 product has its own key (``springer_api_key`` for OpenAccess,
 ``springer_meta_api_key`` for Meta). The key is sent only in that request: it
@@ -20,6 +24,7 @@ from .._http import Http, Rate, get_logger, url_with_query
 from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
+from ..publishers import Publisher, by_prefix
 from ._common import GetRequest, download_file, fetch_json_object, fetch_ok, usable_credential
 
 __all__ = [
@@ -30,6 +35,8 @@ __all__ = [
     "extract_article",
     "springer_meta_files",
     "springer_meta_request",
+    "springer_oa_request",
+    "springer_serves",
 ]
 
 log = get_logger(__name__)
@@ -55,6 +62,23 @@ def _doi(article_ids: ArticleIds, source: str) -> str | None:
         return None
 
 
+def springer_serves(doi: str) -> bool:
+    """Return whether a parsed ``doi`` is one Springer Nature's APIs can answer for.
+
+    True for DOIs under a prefix registered to Springer Nature (see
+    :mod:`litfetch_df.publishers`); the bundled sources ask about no other DOI.
+    """
+    return by_prefix(doi) is Publisher.SPRINGER_NATURE
+
+
+def _served(article_ids: ArticleIds, source: str) -> str | None:
+    """The bundle's parsed DOI when Springer Nature can answer for it, else ``None``."""
+    doi = _doi(article_ids, source)
+    if doi is None or not springer_serves(doi):
+        return None
+    return doi
+
+
 def extract_article(envelope: bytes) -> bytes | None:
     """Cut the JATS ``<article>`` out of a Springer OpenAccess answer, without parsing it.
 
@@ -77,7 +101,8 @@ class SpringerFetcher:
     """Body fetcher for Springer Nature's OpenAccess JATS API.
 
     Needs ``credentials['springer_api_key']`` (an OpenAccess-product key);
-    without a usable key it makes no request and returns ``None``. A hit is the
+    without a usable key, or for a DOI that is not Springer Nature's, it makes
+    no request and returns ``None``. A hit is the
     sliced-out ``<article>`` with a ``<body>``, as ``application/jats+xml``;
     ``File.uri`` is the query URL without the key.
     """
@@ -99,13 +124,12 @@ class SpringerFetcher:
         key = usable_credential(credentials, "springer_api_key")
         if key is None:
             return None
-        doi = _doi(article_ids, self.name)
+        doi = _served(article_ids, self.name)
         if doi is None:
             return None
-        query = {"q": f"doi:{doi}"}
         # The recorded location reproduces the request minus the key.
-        uri = url_with_query(SPRINGER_OA_JATS_URL, query)
-        send = http.get(SPRINGER_OA_JATS_URL, params={**query, "api_key": key}, rate=Rate.DEFAULT)
+        uri = url_with_query(SPRINGER_OA_JATS_URL, {"q": f"doi:{doi}"})
+        send = springer_oa_request(doi, key).send(http)
         response = await fetch_ok(send, f"{self.name}: {uri}", logger=log)
         if response is None:
             return None
@@ -130,7 +154,7 @@ class SpringerFileSource:
     """File source for the Springer openURL PDF, found through the Meta API.
 
     Needs ``credentials['springer_meta_api_key']`` (a Meta-product key) and a
-    DOI; without either it makes no request and returns ``()``. Lists at most
+    Springer Nature DOI; without either it makes no request and returns ``()``. Lists at most
     one ``BODY`` PDF; a subscription article's file carries
     ``credential_key=INSTITUTIONAL``. ``fetch_file`` follows redirects and sends
     no key.
@@ -152,7 +176,7 @@ class SpringerFileSource:
         key = usable_credential(credentials, "springer_meta_api_key")
         if key is None:
             return ()
-        doi = _doi(article_ids, self.name)
+        doi = _served(article_ids, self.name)
         if doi is None:
             return ()
         request = springer_meta_request(doi, key)
@@ -176,6 +200,19 @@ class SpringerFileSource:
     ) -> Blob | None:
         """Download ``file`` (following redirects, no key sent); ``None`` unless 200."""
         return await download_file(http, file)
+
+
+def springer_oa_request(doi: str, api_key: str) -> GetRequest:
+    """Return the per-article OpenAccess JATS query for a parsed ``doi``: ``q=doi:<doi>``.
+
+    Paced at :attr:`Rate.DEFAULT`; the key travels only in ``api_key``.
+    """
+    return GetRequest(
+        url=SPRINGER_OA_JATS_URL,
+        params={"q": f"doi:{doi}", "api_key": api_key},
+        headers=None,
+        rate=Rate.DEFAULT,
+    )
 
 
 def springer_meta_request(doi: str, api_key: str) -> GetRequest:

@@ -29,7 +29,7 @@ from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ._common import usable_credential
 from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer
-from .springer import SPRINGER_META_URL, springer_meta_files
+from .springer import SPRINGER_META_URL, springer_meta_files, springer_serves
 
 __all__ = [
     "SPRINGER_BATCH_CAP",
@@ -50,13 +50,19 @@ _SYNTAX = re.compile(r"[\s\"()]")
 
 
 def springer_batch_key(article_ids: ArticleIds) -> BulkKey | None:
-    """Return how a bundle is asked about, or ``None`` without a DOI that parses."""
+    """Return how a bundle is asked about, or ``None`` without a Springer Nature DOI.
+
+    A DOI that does not parse, or that is not Springer Nature's (see
+    :func:`~.springer.springer_serves`), is never asked about.
+    """
     if article_ids.doi is None:
         return None
     try:
         doi = parse_doi(article_ids.doi)
     except ValueError:
         log.warning("springer: declined an invalid DOI")
+        return None
+    if not springer_serves(doi):
         return None
     return BulkKey(key=doi_key(doi), wire=doi)
 
@@ -117,7 +123,8 @@ async def springer_batch_records(
     without it every value is ``None`` and no request is made. Each distinct
     DOI (compared case-insensitively) is sent once, in OR queries of at most
     :data:`SPRINGER_BATCH_CAP` issued together at :attr:`Rate.DEFAULT`.
-    ``values[i]`` is the record, or ``None`` without a DOI, when Meta has no
+    ``values[i]`` is the record, or ``None`` without a Springer Nature DOI
+    (never asked), when Meta has no
     record for it, or when its chunk failed. A chunk never answered (transport
     failure, or 429/5xx after retries) puts its indices in ``abandoned``; any
     other non-200 (a 401 for a wrong key, say) or a body that is not JSON is
