@@ -12,8 +12,10 @@ out of its memory figure.
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import json
+import re
 import resource
 import sys
 import tempfile
@@ -165,7 +167,25 @@ def _outcomes(frame: Any) -> dict[str, Any]:
     if "licence_basis" in frame.columns:
         counts = frame["licence_basis"].value_counts(dropna=True)
         out["licence_basis"] = {str(k): int(v) for k, v in counts.items()}
+    abandoned = _abandoned(frame)
+    if abandoned:
+        out["abandoned"] = abandoned
     return out
+
+
+def _abandoned(frame: Any) -> dict[str, int]:
+    """Count rows whose error columns say ``abandoned``, per column and reason (digits as #)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for column in [c for c in frame.columns if str(c).endswith("_error")]:
+        for value in frame[column].dropna():
+            reasons = {
+                re.sub(r"\d+(?:\.\d+)?", "#", part.strip())[:90]
+                for part in str(value).split(";")
+                if part.strip().startswith("abandoned")
+            }
+            for reason in reasons:
+                counts[f"{column}: {reason}"] += 1
+    return dict(counts.most_common())
 
 
 def run_steps(args: argparse.Namespace) -> dict[str, Any]:

@@ -23,18 +23,18 @@ import enum
 import hashlib
 import itertools
 import json
-import math
 import re
 import threading
 import time
 import urllib.parse
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
+from tests.fakes.limits import HostGate, HostLimit
 
 __all__ = [
     "ALL_HOSTS",
@@ -219,32 +219,6 @@ class Article:
         return self.pmcid or self.pmid or self.doi or self.bookid or "anonymous"
 
 
-@dataclass(frozen=True, slots=True)
-class HostLimit:
-    """A rate / concurrency policy for one host, enforced the way the real service does.
-
-    A request beyond ``per_second`` (GCRA: ``burst`` may arrive back to back,
-    ``tolerance`` seconds of arrival jitter are forgiven) or beyond
-    ``max_in_flight`` concurrent requests gets ``status`` (429) with a JSON
-    ``body`` and, when ``retry_after`` is set, a ``Retry-After`` header of
-    whole seconds.
-    """
-
-    per_second: float
-    burst: int = 1
-    tolerance: float = 0.05
-    max_in_flight: int = 0
-    retry_after: bool = False
-    status: int = 429
-    body: Any = field(default_factory=lambda: {"message": "Too Many Requests"})
-
-
-@dataclass
-class _HostState:
-    tat: float = float("-inf")  # GCRA theoretical arrival time
-    in_flight: int = 0
-
-
 def _digest(*parts: object) -> int:
     material = "\x1f".join(str(p) for p in parts).encode()
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "big")
@@ -336,7 +310,13 @@ class World:
     configured key. Construction fails on duplicate ids.
     """
 
-    def __init__(self, articles: Iterable[Article], *, keys: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        articles: Iterable[Article],
+        *,
+        keys: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.articles: tuple[Article, ...] = tuple(articles)
         self.keys: dict[str, str] = dict(keys or {})
         self._by_pmid: dict[str, Article] = {}
@@ -370,12 +350,16 @@ class World:
         )
         self._stem_set: frozenset[str] = frozenset(self._bucket_stems)
         self._lock = threading.Lock()
-        self._states: dict[str, _HostState] = collections.defaultdict(_HostState)
+        self._clock = clock
+        self._gates: dict[str, HostGate] = {}
         self._limits: dict[str, HostLimit] = {}
+        self._not_before: dict[str, float] = {}
         self._latency: dict[str | None, float] = {}
         self.served: collections.Counter[str] = collections.Counter()
         self.throttled: collections.Counter[str] = collections.Counter()
         self.throttle_log: list[tuple[str, float]] = []
+        self.over_in_flight: collections.Counter[str] = collections.Counter()
+        self.early: collections.Counter[str] = collections.Counter()
         self.marks: list[tuple[str, float]] = []
 
     # -- construction helpers ----------------------------------------------------------------
@@ -748,37 +732,41 @@ class World:
 
     def _guarded(self, host: str, answer: Callable[[], FakeResponse]) -> FakeResponse:
         limit = self._limits.get(host)
-        now = time.monotonic()
+        now = self._clock()
         refused: FakeResponse | None = None
+        gate: HostGate | None = None
+        announced: dict[str, str] = {}
         with self._lock:
             self.served[host] += 1
-            state = self._states[host]
+            if now < self._not_before.get(host, float("-inf")):
+                self.early[host] += 1
             if limit is not None:
-                interval = 1.0 / limit.per_second
-                slack = (limit.burst - 1) * interval + limit.tolerance
-                busy = bool(limit.max_in_flight) and state.in_flight >= limit.max_in_flight
-                if busy or now < state.tat - slack:
+                gate = self._gates.setdefault(host, HostGate(limit))
+                verdict = gate.admit(now)
+                announced = verdict.headers
+                if not verdict.admitted:
                     self.throttled[host] += 1
                     self.throttle_log.append((host, now))
-                    wait = max(state.tat - slack - now, interval)
-                    headers = (
-                        {"Retry-After": str(max(1, math.ceil(wait)))} if limit.retry_after else {}
-                    )
-                    refused = FakeResponse(limit.status, limit.body, headers)
-                else:
-                    state.tat = max(state.tat, now) + interval
-            if refused is None:
-                state.in_flight += 1
+                    self.over_in_flight[host] += verdict.over_in_flight
+                    if verdict.retry_after is not None:
+                        until = now + verdict.retry_after
+                        self._not_before[host] = max(self._not_before.get(host, until), until)
+                    refused = FakeResponse(limit.status, limit.body, announced)
+                    gate = None
         delay = self._latency.get(host, self._latency.get(None, 0.0))
         try:
             response = refused if refused is not None else answer()
+            if announced and refused is None:
+                response = FakeResponse(
+                    response.status, response.body, {**response.headers, **announced}
+                )
             if delay:
                 time.sleep(delay)
             return response
         finally:
-            if refused is None:
+            if gate is not None:
                 with self._lock:
-                    state.in_flight -= 1
+                    gate.release()
 
     def _mark(self, req: FakeRequest) -> FakeResponse:
         with self._lock:
@@ -809,6 +797,8 @@ class World:
             self.served.clear()
             self.throttled.clear()
             self.throttle_log.clear()
+            self.over_in_flight.clear()
+            self.early.clear()
             self.marks.clear()
 
     # -- NCBI ID Converter -------------------------------------------------------------------
