@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,13 @@ if str(ROOT) not in sys.path:  # `tests.fakes.world` lives beside the package
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.client import (  # noqa: E402
+    PIPELINE_STEPS,
     SCENARIO_STEPS,
     WORLD_KEYS,
     missing_surface,
     model_steps,
 )
+from benchmarks.convergence import compare, round_lines  # noqa: E402
 from benchmarks.corpus import Corpus, generate  # noqa: E402
 from benchmarks.model import (  # noqa: E402
     LIMITS,
@@ -54,10 +57,11 @@ from benchmarks.report import (  # noqa: E402
 from benchmarks.worlds import DrawnWorld, draw_world, draw_worlds  # noqa: E402
 from benchmarks.worldtable import WORLD_RUNNERS, format_worlds, world_rows  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
+from tests.fakes.faults import FaultPlan  # noqa: E402
 from tests.fakes.world import World  # noqa: E402
 
 ALL_SCENARIOS = ("resolve", "bodies", "pipeline", "warm", "chained", "memory", "licence")
-EXTRA_SCENARIOS = ("worlds",)
+EXTRA_SCENARIOS = ("worlds", "faults")
 """Scenarios that run only when named (``all`` leaves them out)."""
 # Which steps a scenario's headline figures cover (the rest is preparation).
 PROGRESS_EVERY = 30.0
@@ -103,6 +107,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--worlds", type=int, default=5, help="worlds the worlds scenario draws")
     p.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="fail this share (0-1) of every host's requests, in a drawn kind "
+        "(the faults scenario: 0.2 when not given)",
+    )
+    p.add_argument("--fault-seed", type=int, default=None, help="seed of the faults (--seed)")
+    p.add_argument(
+        "--max-rounds", type=int, default=6, help="runs the faults scenario makes at most"
+    )
+    p.add_argument(
         "--run-timeout",
         type=float,
         default=0.0,
@@ -125,7 +140,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if "warm" in chosen and "pipeline" not in chosen:
         chosen.insert(chosen.index("warm"), "pipeline")  # warm replays pipeline's cache
     args.scenarios = list(dict.fromkeys(chosen))
+    if not 0.0 <= args.faults < 1.0:
+        p.error("--faults must be in [0, 1)")
     return args
+
+
+def _fault_plan(args: argparse.Namespace, share: float | None = None) -> FaultPlan | None:
+    share = args.faults if share is None else share
+    if share <= 0:
+        return None
+    return FaultPlan(share, seed=args.seed if args.fault_seed is None else args.fault_seed)
 
 
 def _child(
@@ -255,7 +279,7 @@ def run_requests_scenario(
     fake_world = World(corpus.articles, keys=WORLD_KEYS)
     fake = FakeUpstream().start()
     limits = world.limits() if world is not None else LIMITS
-    fake_world.install(fake, latency=args.latency, limits=limits)
+    fake_world.install(fake, latency=args.latency, limits=limits, faults=_fault_plan(args))
     bound_limits = _bound_limits(world)
     extra: dict[str, str] = {}
     out_dir: Path | None = None
@@ -340,10 +364,101 @@ def run_requests_scenario(
             servable=servable(corpus, credentials=credentials),
             outcomes=report.outcomes,
         )
+    if fake_world.faulted:
+        report.extra["faults injected"] = _compact_counts(fake_world.fault_kinds)
     if "traceback" in result:
         report.extra["traceback"] = "\n" + result["traceback"]
     if "out_dir_files" in result:
         report.extra["files written to out_dir"] = result["out_dir_files"]
+    return report
+
+
+def _compact_counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _converge(
+    args: argparse.Namespace, world: DrawnWorld | None, share: float, cache_dir: Path
+) -> tuple[dict[str, Any], World, FakeUpstream]:
+    """Run ``run()`` and its re-runs once against a fresh fake failing ``share`` of requests."""
+    corpus = generate(args.n, seed=args.seed)
+    fake_world = World(corpus.articles, keys=WORLD_KEYS)
+    fake = FakeUpstream().start()
+    limits = world.limits() if world is not None else LIMITS
+    plan = _fault_plan(args, share)
+    fake_world.install(fake, latency=args.latency, limits=limits, faults=plan)
+    try:
+        result = _child(
+            args,
+            "converge",
+            args.n,
+            fake.port,
+            fake,
+            cache=str(cache_dir),
+            max_rounds=str(args.max_rounds),
+        )
+    finally:
+        fake.stop()
+    return result, fake_world, fake
+
+
+def run_faults_scenario(args: argparse.Namespace, cache_root: Path) -> ScenarioReport:
+    """``run()`` then re-runs until nothing is abandoned or partial, with and without faults."""
+    world = draw_world(args.world_seed) if args.world_seed is not None else None
+    share = args.faults or 0.2
+    credentials = not args.no_credentials
+    corpus = generate(args.n, seed=args.seed)
+    print("-- faults: the fault-free run ...", flush=True)
+    clean, _, clean_fake = _converge(args, world, 0.0, Path(tempfile.mkdtemp(dir=cache_root)))
+    print(f"-- faults: the run with {share:.0%} faults ...", flush=True)
+    faulted, fault_world, fake = _converge(
+        args, world, share, Path(tempfile.mkdtemp(dir=cache_root))
+    )
+    ideal = dict(ideal_requests(corpus, PIPELINE_STEPS, credentials=credentials))
+    bound, terms = lower_bound(
+        ideal, latency=args.latency, concurrency=args.concurrency, **_bound_limits(world)
+    )
+    rounds = faulted.get("rounds", [])
+    requests = dict(World.requests_per_host(fake))
+    report = ScenarioReport(
+        name="faults",
+        n=args.n,
+        latency=args.latency,
+        concurrency=args.concurrency,
+        credentials=credentials,
+        wall=sum(float(r["wall"]) for r in rounds) if rounds else None,
+        bound=bound,
+        requests=requests,
+        throttled=dict(fault_world.throttled),
+        ideal=ideal,
+        terms=terms,
+        peak_rss_mb=faulted.get("peak_rss_mb"),
+        outcomes=faulted.get("outcomes", {}),
+        error=faulted.get("error") or clean.get("error"),
+        rates=dict(_bound_limits(world).get("rates", {})),
+        world=world.to_json() if world is not None else None,
+    )
+    clean_requests = sum(World.requests_per_host(clean_fake).values())
+    comparison = compare(clean.get("digests", []), faulted.get("digests", []))
+    fault_seed = args.seed if args.fault_seed is None else args.fault_seed
+    converged = "converged" if faulted.get("converged") else "NOT converged"
+    report.extra.update(
+        {
+            "fault share": f"{share:.0%} of every host's requests, seed {fault_seed}",
+            "faults injected": _compact_counts(fault_world.fault_kinds),
+            "rounds": f"{len(rounds)} ({converged} within {args.max_rounds})",
+            "per round": round_lines(rounds),
+            "fault-free run": round_lines(clean.get("rounds", [])),
+            "requests spent": f"{sum(requests.values())} with faults, {clean_requests} without "
+            f"({sum(requests.values()) / max(1, clean_requests):.2f}x)",
+            "rows differing from the fault-free run": f"{comparison.rows_differing} of "
+            f"{comparison.rows}",
+            "columns differing (rows)": _compact_counts(comparison.columns) or "none",
+        }
+    )
+    for column, (was, now) in list(comparison.example.items())[:6]:
+        report.extra[f"e.g. {column}"] = f"fault-free {was!r} / faulted {now!r}"
+    report.politeness = {"rows_differing": comparison.rows_differing}
     return report
 
 
@@ -428,6 +543,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"-- running {name} ...", flush=True)
             if name == "worlds":
                 reports.extend(run_worlds(args, cache_dir))
+                continue
+            if name == "faults":
+                report = run_faults_scenario(args, cache_dir)
+                reports.append(report)
+                print(format_scenario(report), flush=True)
                 continue
             world = draw_world(args.world_seed) if args.world_seed is not None else None
             if world is not None:

@@ -34,6 +34,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
+from tests.fakes.faults import FaultKind, FaultPlan, fault_response
 from tests.fakes.limits import HostGate, HostLimit
 
 __all__ = [
@@ -360,6 +361,9 @@ class World:
         self.throttle_log: list[tuple[str, float]] = []
         self.over_in_flight: collections.Counter[str] = collections.Counter()
         self.early: collections.Counter[str] = collections.Counter()
+        self.faulted: collections.Counter[str] = collections.Counter()
+        self.fault_kinds: collections.Counter[str] = collections.Counter()
+        self._faults: FaultPlan | None = None
         self.marks: list[tuple[str, float]] = []
 
     # -- construction helpers ----------------------------------------------------------------
@@ -663,13 +667,18 @@ class World:
         *,
         latency: float | Mapping[str, float] = 0.0,
         limits: Mapping[str, HostLimit] | None = None,
+        faults: FaultPlan | None = None,
     ) -> None:
         """Register every service's routes on ``fake``.
 
         ``latency`` delays every answer (a number, or seconds per host).
         ``limits`` enforces a :class:`HostLimit` per host; each 429 it sends is
         counted in :attr:`throttled`, each request a route saw in :attr:`served`.
+        ``faults`` fails a share of the admitted requests of every host
+        (:class:`~tests.fakes.faults.FaultPlan`), counted in :attr:`faulted`
+        per host and :attr:`fault_kinds` per kind.
         """
+        self._faults = faults
         if isinstance(latency, Mapping):
             self._latency = {k: float(v) for k, v in latency.items()}
         else:
@@ -724,13 +733,15 @@ class World:
             def serve(req: FakeRequest) -> FakeResponse:
                 m = regex.fullmatch(req.path)
                 groups = m.groups() if m else ()
-                return self._guarded(host, lambda: handler(req, *groups))
+                return self._guarded(host, lambda: handler(req, *groups), req)
 
             fake.route(host, pattern, serve, method=method)
 
         return add
 
-    def _guarded(self, host: str, answer: Callable[[], FakeResponse]) -> FakeResponse:
+    def _guarded(
+        self, host: str, answer: Callable[[], FakeResponse], req: FakeRequest | None = None
+    ) -> FakeResponse | str:
         limit = self._limits.get(host)
         now = self._clock()
         refused: FakeResponse | None = None
@@ -753,8 +764,23 @@ class World:
                         self._not_before[host] = max(self._not_before.get(host, until), until)
                     refused = FakeResponse(limit.status, limit.body, announced)
                     gate = None
+        fault: FaultKind | None = None
+        if refused is None and self._faults is not None and req is not None:
+            query = urllib.parse.urlencode(sorted(req.query.items()), doseq=True)
+            if req.body:  # a POST's body tells its requests apart
+                query += "#" + hashlib.sha256(req.body).hexdigest()
+            fault = self._faults.draw(host, req.method, req.path, query)
+            if fault is not None:
+                with self._lock:
+                    self.faulted[host] += 1
+                    self.fault_kinds[fault.value] += 1
         delay = self._latency.get(host, self._latency.get(None, 0.0))
         try:
+            if fault is not None and self._faults is not None:
+                whole = answer() if fault is FaultKind.TRUNCATED else FakeResponse()
+                if delay:
+                    time.sleep(delay)
+                return fault_response(fault, whole, stall=self._faults.stall)
             response = refused if refused is not None else answer()
             if announced and refused is None:
                 response = FakeResponse(
@@ -799,6 +825,8 @@ class World:
             self.throttle_log.clear()
             self.over_in_flight.clear()
             self.early.clear()
+            self.faulted.clear()
+            self.fault_kinds.clear()
             self.marks.clear()
 
     # -- NCBI ID Converter -------------------------------------------------------------------
