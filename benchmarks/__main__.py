@@ -458,7 +458,6 @@ def run_faults_scenario(args: argparse.Namespace, cache_root: Path) -> ScenarioR
     )
     for column, (was, now) in list(comparison.example.items())[:6]:
         report.extra[f"e.g. {column}"] = f"fault-free {was!r} / faulted {now!r}"
-    report.politeness = {"rows_differing": comparison.rows_differing}
     return report
 
 

@@ -26,7 +26,7 @@ class Comparison:
     columns: dict[str, int] = field(default_factory=dict)
     """Rows differing, per column."""
     example: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """One differing cell per column: (clean, faulted), cut to 120 characters."""
+    """One differing cell per column: (clean, faulted), cut around where they differ."""
 
 
 def compare(clean: Sequence[Mapping[str, str]], faulted: Sequence[Mapping[str, str]]) -> Comparison:
@@ -41,8 +41,18 @@ def compare(clean: Sequence[Mapping[str, str]], faulted: Sequence[Mapping[str, s
         differing += bool(columns)
         for c in columns:
             per_column[c] += 1
-            example.setdefault(c, (a.get(c, "NA")[:120], b.get(c, "NA")[:120]))
+            if c not in example:
+                example[c] = _around_difference(a.get(c, "NA"), b.get(c, "NA"))
     return Comparison(len(clean), differing, dict(per_column.most_common()), example)
+
+
+def _around_difference(a: str, b: str, width: int = 120) -> tuple[str, str]:
+    """Both texts cut to ``width`` characters around where they first differ."""
+    same = zip(a, b, strict=False)
+    start = next((i for i, (x, y) in enumerate(same) if x != y), min(len(a), len(b)))
+    start = max(0, start - width // 3)
+    mark = "…" if start else ""
+    return mark + a[start : start + width], mark + b[start : start + width]
 
 
 def round_lines(rounds: Sequence[Mapping[str, Any]]) -> str:

@@ -112,7 +112,8 @@ def format_worlds(reports: Sequence[ScenarioReport]) -> str:
             f"| {row['world']} | {row['run']} | {wall} | {row['bound']:.2f} "
             f"({_short(row['binding_host'])}) | {ratio} | {row['requests']} | {_throttled(r)} "
             f"| {_asked(r.politeness, 'springer_jats')} | {_asked(r.politeness, 'elsevier')} "
-            f"| {_asked(r.politeness, 'epmc_fulltext')} | {_abandoned(r.outcomes)} |"
+            f"| {_asked(r.politeness, 'epmc_fulltext')} "
+            f"| {_abandoned(r.outcomes) if r.outcomes else '- (no frame)'} |"
         )
     seen: dict[Any, Mapping[str, Any]] = {}
     for r in reports:

@@ -141,3 +141,47 @@ async def test_the_fake_enforces_a_drawn_host_over_real_sockets_on_a_frozen_cloc
     assert world.early[HOST_SPRINGER] == 1  # the fourth came inside the first 12 s
     assert world.over_in_flight[HOST_SPRINGER] == 0
     assert free.status_code == 404 and world.throttled[HOST_S3] == 0
+
+
+def test_the_worlds_table_names_the_binding_host_and_a_timed_out_run() -> None:
+    from benchmarks.report import ScenarioReport
+    from benchmarks.worldtable import format_worlds
+
+    world = draw_world(1)
+    bound, terms = lower_bound(
+        {HOST_SPRINGER: 50}, latency=0.05, concurrency=32, rates=world.rates()
+    )
+    common = {
+        "n": 10,
+        "latency": 0.05,
+        "concurrency": 32,
+        "credentials": True,
+        "bound": bound,
+        "ideal": {HOST_SPRINGER: 50},
+        "terms": terms,
+        "peak_rss_mb": None,
+        "world": world.to_json(),
+    }
+    finished = ScenarioReport(
+        name="pipeline",
+        wall=2 * bound,
+        requests={HOST_SPRINGER: 80},
+        throttled={HOST_SPRINGER: 20},
+        outcomes={"abandoned": {"body_error: abandoned: HTTP # from x": 3}},
+        politeness={"routes": {"springer_jats": 70}, "servable": {"springer_jats": 7}},
+        **common,  # type: ignore[arg-type]
+    )
+    cut = ScenarioReport(
+        name="chained",
+        wall=None,
+        requests={},
+        throttled={},
+        error="timed out after 60 s",
+        **common,  # type: ignore[arg-type]
+    )
+    table = format_worlds([finished, cut])
+    assert "| 1 | run() | " in table and "(Springer) | 2.0 |" in table
+    assert "Springer 20 (25%)" in table and "| 70/7 |" in table
+    assert "3: 3 body_error: abandoned" in table
+    assert "> (timed out after 60 s)" in table and "- (no frame)" in table
+    assert table.count("\n| 1 | EPMC") == 1  # the drawn limits, once per world
