@@ -185,3 +185,20 @@ def test_the_worlds_table_names_the_binding_host_and_a_timed_out_run() -> None:
     assert "3: 3 body_error: abandoned" in table
     assert "> (timed out after 60 s)" in table and "- (no frame)" in table
     assert table.count("\n| 1 | EPMC") == 1  # the drawn limits, once per world
+
+
+async def test_only_a_request_sent_after_the_429_arrived_counts_as_early(
+    fake: FakeUpstream,
+) -> None:
+    arrivals = iter([0.0, 0.0, 0.05, 5.0, 20.0])  # the clock reading at each request
+    limit = HostLimit(per_second=0.1, tolerance=0.0, fixed_retry_after=12)
+    world = World([SPRINGER_OA], clock=lambda: next(arrivals))
+    world.install(fake, latency={HOST_SPRINGER: 0.1}, limits={HOST_SPRINGER: limit})
+    url = f"https://{HOST_SPRINGER}/openaccess/jats"
+    params = {"q": f"doi:{SPRINGER_OA.doi}", "api_key": "k"}
+    async with fake.client_factory()() as c:
+        statuses = [(await c.get(url, params=params)).status_code for _ in range(5)]
+    # the 429 at t = 0 reaches the client at t = 0.1: the request at 0.05 was already on its
+    # way, the one at 5 s ignored the 12 s asked for, the one at 20 s waited
+    assert statuses == [200, 429, 429, 429, 200]
+    assert world.early[HOST_SPRINGER] == 1

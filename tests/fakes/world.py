@@ -354,7 +354,8 @@ class World:
         self._clock = clock
         self._gates: dict[str, HostGate] = {}
         self._limits: dict[str, HostLimit] = {}
-        self._not_before: dict[str, float] = {}
+        self._not_before: dict[str, tuple[float, float]] = {}
+        """Per host, the latest Retry-After window: from when the client knew, until its end."""
         self._latency: dict[str | None, float] = {}
         self.served: collections.Counter[str] = collections.Counter()
         self.throttled: collections.Counter[str] = collections.Counter()
@@ -749,7 +750,8 @@ class World:
         announced: dict[str, str] = {}
         with self._lock:
             self.served[host] += 1
-            if now < self._not_before.get(host, float("-inf")):
+            told, until = self._not_before.get(host, (0.0, float("-inf")))
+            if told <= now < until:
                 self.early[host] += 1
             if limit is not None:
                 gate = self._gates.setdefault(host, HostGate(limit))
@@ -760,8 +762,11 @@ class World:
                     self.throttle_log.append((host, now))
                     self.over_in_flight[host] += verdict.over_in_flight
                     if verdict.retry_after is not None:
-                        until = now + verdict.retry_after
-                        self._not_before[host] = max(self._not_before.get(host, until), until)
+                        # a client learns of a new wait when the 429 reaches it, a latency later
+                        if now >= until:
+                            told = now + self._latency.get(host, self._latency.get(None, 0.0))
+                        until = max(until, now + verdict.retry_after)
+                        self._not_before[host] = (told, until)
                     refused = FakeResponse(limit.status, limit.body, announced)
                     gate = None
         fault: FaultKind | None = None
