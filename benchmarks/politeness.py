@@ -3,11 +3,12 @@
 Read from the fake after a client run (every counter covers the whole run,
 since each run gets its own server): per host the requests, the 429s and
 their share, the requests refused for being over the in-flight cap, and the
-requests sent while a ``Retry-After`` the host had sent was still running;
-the requests to the per-article body routes (Springer Nature OpenAccess JATS,
-Elsevier, Europe PMC ``fullTextXML``) beside the number of articles those
-routes can serve (:func:`benchmarks.model.servable`); and the rows the
-client's frame left ``abandoned``, by reason.
+requests sent after a 429's ``Retry-After`` could have reached the client and
+before that wait ran out; the requests to the per-article body routes
+(Springer Nature OpenAccess JATS, Elsevier, Europe PMC ``fullTextXML``)
+beside the number of articles those routes can serve
+(:func:`benchmarks.model.servable`); and the rows the client's frame left
+``abandoned``, by reason.
 """
 
 from __future__ import annotations
