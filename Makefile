@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo bench clean install
+.PHONY: test lint typecheck pytest demo bench bench-worlds bench-faults clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,16 @@ demo: $(STAMP)
 	$(BIN)/litfetch-df demo --output demo-result.csv
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
+
+# five drawn worlds of limits, run() and the chained calls in each (benchmarks/README.md)
+bench-worlds: $(STAMP)
+	$(BIN)/python -m benchmarks --scenario worlds --worlds 5 $(BENCH_ARGS)
+
+# run() and its re-runs at 20 % and 30 % faults on every host, against the fault-free frame
+bench-faults: $(STAMP)
+	$(BIN)/python -m benchmarks --scenario faults --faults 0.2 $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks --scenario faults --faults 0.3 $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info

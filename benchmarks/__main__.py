@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,13 @@ if str(ROOT) not in sys.path:  # `tests.fakes.world` lives beside the package
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.client import (  # noqa: E402
+    PIPELINE_STEPS,
     SCENARIO_STEPS,
     WORLD_KEYS,
     missing_surface,
     model_steps,
 )
+from benchmarks.convergence import compare, round_lines  # noqa: E402
 from benchmarks.corpus import Corpus, generate  # noqa: E402
 from benchmarks.model import (  # noqa: E402
     LIMITS,
@@ -41,7 +44,9 @@ from benchmarks.model import (  # noqa: E402
     ideal_requests,
     lower_bound,
     marginal_requests,
+    servable,
 )
+from benchmarks.politeness import measure  # noqa: E402
 from benchmarks.report import (  # noqa: E402
     PhaseReport,
     ScenarioReport,
@@ -49,10 +54,15 @@ from benchmarks.report import (  # noqa: E402
     format_scenario,
     write_json,
 )
+from benchmarks.worlds import DrawnWorld, draw_world, draw_worlds  # noqa: E402
+from benchmarks.worldtable import WORLD_RUNNERS, format_worlds, world_rows  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
+from tests.fakes.faults import FaultPlan  # noqa: E402
 from tests.fakes.world import World  # noqa: E402
 
 ALL_SCENARIOS = ("resolve", "bodies", "pipeline", "warm", "chained", "memory", "licence")
+EXTRA_SCENARIOS = ("worlds", "faults")
+"""Scenarios that run only when named (``all`` leaves them out)."""
 # Which steps a scenario's headline figures cover (the rest is preparation).
 PROGRESS_EVERY = 30.0
 """Seconds between the progress lines printed while a scenario runs."""
@@ -88,6 +98,32 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-credentials", action="store_true", help="run without publisher keys")
     p.add_argument("--timeout", type=float, default=1800.0, help="per-scenario limit, seconds")
+    p.add_argument(
+        "--world-seed",
+        type=int,
+        default=None,
+        help="run in the drawn world of this seed (limits of the hosts that publish none); "
+        "the worlds scenario draws seeds S, S+1, ... (default 1 there)",
+    )
+    p.add_argument("--worlds", type=int, default=5, help="worlds the worlds scenario draws")
+    p.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="fail this share (0-1) of every host's requests, in a drawn kind "
+        "(the faults scenario: 0.2 when not given)",
+    )
+    p.add_argument("--fault-seed", type=int, default=None, help="seed of the faults (--seed)")
+    p.add_argument(
+        "--max-rounds", type=int, default=6, help="runs the faults scenario makes at most"
+    )
+    p.add_argument(
+        "--run-timeout",
+        type=float,
+        default=0.0,
+        help="limit per client run of the worlds scenario, seconds "
+        "(0: 60 s + 10 x that world's bound, at most --timeout)",
+    )
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "latest.json"))
     args = p.parse_args(argv)
     chosen: list[str] = []
@@ -96,14 +132,24 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
             name = name.strip()
             if name == "all":
                 chosen.extend(ALL_SCENARIOS)
-            elif name in ALL_SCENARIOS:
+            elif name in ALL_SCENARIOS + EXTRA_SCENARIOS:
                 chosen.append(name)
             else:
-                p.error(f"unknown scenario {name!r}; choose from {', '.join(ALL_SCENARIOS)}")
+                known = ", ".join(ALL_SCENARIOS + EXTRA_SCENARIOS)
+                p.error(f"unknown scenario {name!r}; choose from {known}")
     if "warm" in chosen and "pipeline" not in chosen:
         chosen.insert(chosen.index("warm"), "pipeline")  # warm replays pipeline's cache
     args.scenarios = list(dict.fromkeys(chosen))
+    if not 0.0 <= args.faults < 1.0:
+        p.error("--faults must be in [0, 1)")
     return args
+
+
+def _fault_plan(args: argparse.Namespace, share: float | None = None) -> FaultPlan | None:
+    share = args.faults if share is None else share
+    if share <= 0:
+        return None
+    return FaultPlan(share, seed=args.seed if args.fault_seed is None else args.fault_seed)
 
 
 def _child(
@@ -112,6 +158,7 @@ def _child(
     n: int,
     port: int,
     fake: FakeUpstream | None = None,
+    timeout: float | None = None,
     **extra: str,
 ) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
@@ -139,19 +186,20 @@ def _child(
         cmd += [f"--{key.replace('_', '-')}", value]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path}
+    limit = args.timeout if timeout is None else timeout
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     try:
         while True:
             try:
-                proc.wait(timeout=PROGRESS_EVERY)
+                proc.wait(timeout=min(PROGRESS_EVERY, max(0.1, limit - elapsed_since(started))))
                 break
             except subprocess.TimeoutExpired:
-                elapsed = time.monotonic() - started
-                if elapsed > args.timeout:
+                elapsed = elapsed_since(started)
+                if elapsed >= limit:
                     proc.kill()
                     proc.wait()
-                    return {"error": f"timed out after {args.timeout:.0f} s"}
+                    return {"error": f"timed out after {limit:.0f} s", "timed_out": limit}
                 if fake is not None:
                     seen = World.requests_per_host(fake).most_common(6)
                     shown = ", ".join(f"{h}={c}" for h, c in seen) or "no requests yet"
@@ -165,6 +213,11 @@ def _child(
             proc.kill()
             proc.wait()
         result_path.unlink(missing_ok=True)
+
+
+def elapsed_since(started: float) -> float:
+    """Seconds on the monotonic clock since ``started``."""
+    return time.monotonic() - started
 
 
 def _window(world: World, step: str) -> tuple[float, float] | None:
@@ -187,14 +240,47 @@ def _phase_ideal(
     return +after
 
 
-def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) -> ScenarioReport:
-    """Serve the world, run one request-making scenario's client, and measure it."""
+def _bound_limits(world: DrawnWorld | None) -> dict[str, Any]:
+    """The keyword arguments of :func:`lower_bound` for a drawn world (none: the fixed limits)."""
+    if world is None:
+        return {}
+    return {"rates": world.rates(), "caps": world.caps(), "bursts": world.bursts()}
+
+
+def world_bound(args: argparse.Namespace, name: str, world: DrawnWorld | None) -> tuple[float, str]:
+    """Return a scenario's lower bound in ``world`` and the host that sets it."""
     n = args.memory_n if name == "memory" else args.n
     credentials = not args.no_credentials and name != "memory"
     corpus = generate(n, seed=args.seed)
-    world = World(corpus.articles, keys=WORLD_KEYS)
+    steps = [s for phase in HEADLINE[name] for s in model_steps(phase)]
+    ideal = ideal_requests(corpus, steps, credentials=credentials)
+    bound, terms = lower_bound(
+        ideal, latency=args.latency, concurrency=args.concurrency, **_bound_limits(world)
+    )
+    return bound, (terms[0].host if terms else "-")
+
+
+def run_requests_scenario(
+    args: argparse.Namespace,
+    name: str,
+    cache_dir: Path,
+    *,
+    world: DrawnWorld | None = None,
+    timeout: float | None = None,
+) -> ScenarioReport:
+    """Serve the world, run one request-making scenario's client, and measure it.
+
+    ``world`` replaces the fixed limits of the hosts that publish none with
+    drawn ones (and the bound uses them); ``timeout`` bounds the client run.
+    """
+    n = args.memory_n if name == "memory" else args.n
+    credentials = not args.no_credentials and name != "memory"
+    corpus = generate(n, seed=args.seed)
+    fake_world = World(corpus.articles, keys=WORLD_KEYS)
     fake = FakeUpstream().start()
-    world.install(fake, latency=args.latency, limits=LIMITS)
+    limits = world.limits() if world is not None else LIMITS
+    fake_world.install(fake, latency=args.latency, limits=limits, faults=_fault_plan(args))
+    bound_limits = _bound_limits(world)
     extra: dict[str, str] = {}
     out_dir: Path | None = None
     if name in ("pipeline", "warm"):
@@ -205,7 +291,7 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
         out_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-out-"))
         extra["out_dir"] = str(out_dir)
     try:
-        result = _child(args, name, n, fake.port, fake, **extra)
+        result = _child(args, name, n, fake.port, fake, timeout, **extra)
     finally:
         fake.stop()
         if out_dir is not None:
@@ -214,19 +300,21 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
     windows: list[tuple[float, float]] = []
     for phase in result.get("phases", []):
         step = phase["step"]
-        window = _window(world, step)
+        window = _window(fake_world, step)
         if window is None:
             continue
         windows.append(window)
         marginal = _phase_ideal(corpus, name, step, credentials=credentials)
         ideal = {} if name == "warm" else dict(marginal)
-        bound, _ = lower_bound(ideal, latency=args.latency, concurrency=args.concurrency)
+        bound, _ = lower_bound(
+            ideal, latency=args.latency, concurrency=args.concurrency, **bound_limits
+        )
         phases.append(
             PhaseReport(
                 step=step,
                 wall=float(phase["wall"]),
                 requests=dict(World.requests_per_host(fake, since=window[0], until=window[1])),
-                throttled=counter_in(world.throttle_log, *window),
+                throttled=counter_in(fake_world.throttle_log, *window),
                 ideal=ideal,
                 bound=bound,
                 outcomes=phase.get("outcomes", {}),
@@ -235,7 +323,9 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
     headline = [p for p in phases if p.step in HEADLINE[name]]
     steps = [s for phase in HEADLINE[name] for s in model_steps(phase)]
     ideal = {} if name == "warm" else dict(ideal_requests(corpus, steps, credentials=credentials))
-    bound, terms = lower_bound(ideal, latency=args.latency, concurrency=args.concurrency)
+    bound, terms = lower_bound(
+        ideal, latency=args.latency, concurrency=args.concurrency, **bound_limits
+    )
     requests: dict[str, int] = {}
     throttled: dict[str, int] = {}
     for p in headline:
@@ -243,6 +333,10 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
             requests[h] = requests.get(h, 0) + c
         for h, c in p.throttled.items():
             throttled[h] = throttled.get(h, 0) + c
+    if not headline and "timed_out" in result:
+        # a run cut short still shows what it did to the hosts
+        requests = dict(World.requests_per_host(fake))
+        throttled = dict(fake_world.throttled)
     report = ScenarioReport(
         name=name,
         n=n,
@@ -260,12 +354,130 @@ def run_requests_scenario(args: argparse.Namespace, name: str, cache_dir: Path) 
         outcomes=result.get("outcomes", {}),
         expected=expected_outcomes(corpus, credentials=credentials) if name != "resolve" else {},
         error=result.get("error"),
+        rates=dict(bound_limits.get("rates", {})),
+        world=world.to_json() if world is not None else None,
     )
+    if world is not None:
+        report.politeness = measure(
+            fake_world,
+            fake,
+            servable=servable(corpus, credentials=credentials),
+            outcomes=report.outcomes,
+        )
+    if fake_world.faulted:
+        report.extra["faults injected"] = _compact_counts(fake_world.fault_kinds)
     if "traceback" in result:
         report.extra["traceback"] = "\n" + result["traceback"]
     if "out_dir_files" in result:
         report.extra["files written to out_dir"] = result["out_dir_files"]
     return report
+
+
+def _compact_counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _converge(
+    args: argparse.Namespace, world: DrawnWorld | None, share: float, cache_dir: Path
+) -> tuple[dict[str, Any], World, FakeUpstream]:
+    """Run ``run()`` and its re-runs once against a fresh fake failing ``share`` of requests."""
+    corpus = generate(args.n, seed=args.seed)
+    fake_world = World(corpus.articles, keys=WORLD_KEYS)
+    fake = FakeUpstream().start()
+    limits = world.limits() if world is not None else LIMITS
+    plan = _fault_plan(args, share)
+    fake_world.install(fake, latency=args.latency, limits=limits, faults=plan)
+    try:
+        result = _child(
+            args,
+            "converge",
+            args.n,
+            fake.port,
+            fake,
+            cache=str(cache_dir),
+            max_rounds=str(args.max_rounds),
+        )
+    finally:
+        fake.stop()
+    return result, fake_world, fake
+
+
+def run_faults_scenario(args: argparse.Namespace, cache_root: Path) -> ScenarioReport:
+    """``run()`` then re-runs until nothing is abandoned or partial, with and without faults."""
+    world = draw_world(args.world_seed) if args.world_seed is not None else None
+    share = args.faults or 0.2
+    credentials = not args.no_credentials
+    corpus = generate(args.n, seed=args.seed)
+    print("-- faults: the fault-free run ...", flush=True)
+    clean, _, clean_fake = _converge(args, world, 0.0, Path(tempfile.mkdtemp(dir=cache_root)))
+    print(f"-- faults: the run with {share:.0%} faults ...", flush=True)
+    faulted, fault_world, fake = _converge(
+        args, world, share, Path(tempfile.mkdtemp(dir=cache_root))
+    )
+    ideal = dict(ideal_requests(corpus, PIPELINE_STEPS, credentials=credentials))
+    bound, terms = lower_bound(
+        ideal, latency=args.latency, concurrency=args.concurrency, **_bound_limits(world)
+    )
+    rounds = faulted.get("rounds", [])
+    requests = dict(World.requests_per_host(fake))
+    report = ScenarioReport(
+        name="faults",
+        n=args.n,
+        latency=args.latency,
+        concurrency=args.concurrency,
+        credentials=credentials,
+        wall=sum(float(r["wall"]) for r in rounds) if rounds else None,
+        bound=bound,
+        requests=requests,
+        throttled=dict(fault_world.throttled),
+        ideal=ideal,
+        terms=terms,
+        peak_rss_mb=faulted.get("peak_rss_mb"),
+        outcomes=faulted.get("outcomes", {}),
+        error=faulted.get("error") or clean.get("error"),
+        rates=dict(_bound_limits(world).get("rates", {})),
+        world=world.to_json() if world is not None else None,
+    )
+    clean_requests = sum(World.requests_per_host(clean_fake).values())
+    comparison = compare(clean.get("digests", []), faulted.get("digests", []))
+    fault_seed = args.seed if args.fault_seed is None else args.fault_seed
+    converged = "converged" if faulted.get("converged") else "NOT converged"
+    report.extra.update(
+        {
+            "fault share": f"{share:.0%} of every host's requests, seed {fault_seed}",
+            "faults injected": _compact_counts(fault_world.fault_kinds),
+            "rounds": f"{len(rounds)} ({converged} within {args.max_rounds})",
+            "per round": round_lines(rounds),
+            "fault-free run": round_lines(clean.get("rounds", [])),
+            "requests spent": f"{sum(requests.values())} with faults, {clean_requests} without "
+            f"({sum(requests.values()) / max(1, clean_requests):.2f}x)",
+            "rows differing from the fault-free run": f"{comparison.rows_differing} of "
+            f"{comparison.rows}",
+            "columns differing (rows)": _compact_counts(comparison.columns) or "none",
+        }
+    )
+    for column, (was, now) in list(comparison.example.items())[:6]:
+        report.extra[f"e.g. {column}"] = f"fault-free {was!r} / faulted {now!r}"
+    return report
+
+
+def run_worlds(args: argparse.Namespace, cache_root: Path) -> list[ScenarioReport]:
+    """Draw ``--worlds`` worlds and run each cold through ``run()`` and the chained calls."""
+    seed = 1 if args.world_seed is None else args.world_seed
+    reports: list[ScenarioReport] = []
+    for world in draw_worlds(seed, max(1, args.worlds)):
+        print(world.describe(), flush=True)
+        for runner in WORLD_RUNNERS:
+            bound, _ = world_bound(args, runner, world)
+            limit = args.run_timeout or 60.0 + 10.0 * bound
+            limit = min(limit, args.timeout)
+            cache_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-world-", dir=cache_root))
+            print(f"-- world {world.seed}: {runner} (timeout {limit:.0f} s) ...", flush=True)
+            report = run_requests_scenario(args, runner, cache_dir, world=world, timeout=limit)
+            print(format_scenario(report), flush=True)
+            reports.append(report)
+    print(format_worlds(reports), flush=True)
+    return reports
 
 
 def run_licence_scenario(args: argparse.Namespace) -> ScenarioReport:
@@ -328,13 +540,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in args.scenarios:
             print(f"-- running {name} ...", flush=True)
+            if name == "worlds":
+                reports.extend(run_worlds(args, cache_dir))
+                continue
+            if name == "faults":
+                report = run_faults_scenario(args, cache_dir)
+                reports.append(report)
+                print(format_scenario(report), flush=True)
+                continue
+            world = draw_world(args.world_seed) if args.world_seed is not None else None
+            if world is not None:
+                print(world.describe(), flush=True)
             if name == "licence":
                 report = run_licence_scenario(args)
             elif name == "warm":
                 # A warm run is short and CPU-bound, so one run is at the mercy of a noisy
                 # machine: run it several times (each a fresh process) and keep the median.
                 runs = [
-                    run_requests_scenario(args, name, cache_dir)
+                    run_requests_scenario(args, name, cache_dir, world=world)
                     for _ in range(max(1, args.warm_runs))
                 ]
                 timed = sorted((r for r in runs if r.wall is not None), key=lambda r: r.wall or 0)
@@ -343,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
                     walls = ", ".join(f"{r.wall:.2f}" for r in timed)
                     report.extra["warm runs (s), median shown"] = walls
             else:
-                report = run_requests_scenario(args, name, cache_dir)
+                report = run_requests_scenario(args, name, cache_dir, world=world)
             if name == "warm":
                 cold = next((r for r in reports if r.name == "pipeline"), None)
                 if cold and cold.wall and report.wall is not None:
@@ -361,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         "limits": {
             h: {"per_second": lim.per_second, "burst": lim.burst} for h, lim in LIMITS.items()
         },
+        "world_seed": args.world_seed,
+        "worlds": world_rows([r for r in reports if r.world is not None]),
     }
     write_json(reports, Path(args.json), meta)
     print(f"-- wrote {args.json} ({meta['total_seconds']:.0f} s in all)")

@@ -12,8 +12,11 @@ out of its memory figure.
 from __future__ import annotations
 
 import argparse
+import collections
+import hashlib
 import importlib
 import json
+import re
 import resource
 import sys
 import tempfile
@@ -36,6 +39,8 @@ __all__ = [
     "main",
     "missing_surface",
     "model_steps",
+    "row_digests",
+    "unfinished",
 ]
 
 CONTACT = "bench@litfetch-bench.org"
@@ -165,7 +170,25 @@ def _outcomes(frame: Any) -> dict[str, Any]:
     if "licence_basis" in frame.columns:
         counts = frame["licence_basis"].value_counts(dropna=True)
         out["licence_basis"] = {str(k): int(v) for k, v in counts.items()}
+    abandoned = _abandoned(frame)
+    if abandoned:
+        out["abandoned"] = abandoned
     return out
+
+
+def _abandoned(frame: Any) -> dict[str, int]:
+    """Count rows whose error columns say ``abandoned``, per column and reason (digits as #)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for column in [c for c in frame.columns if str(c).endswith("_error")]:
+        for value in frame[column].dropna():
+            reasons = {
+                re.sub(r"\d+(?:\.\d+)?", "#", part.strip())[:90]
+                for part in str(value).split(";")
+                if part.strip().startswith("abandoned")
+            }
+            for reason in reasons:
+                counts[f"{column}: {reason}"] += 1
+    return dict(counts.most_common())
 
 
 def run_steps(args: argparse.Namespace) -> dict[str, Any]:
@@ -206,6 +229,79 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         "wall": time.perf_counter() - started,
         "outcomes": _outcomes(frame),
         "session_requests": getattr(session, "requests_by_host", {}),
+    }
+
+
+def unfinished(frame: Any) -> dict[str, int]:
+    """Count rows whose error columns say ``abandoned`` or ``partial``, per column."""
+    counts: dict[str, int] = {}
+    for column in [c for c in frame.columns if str(c).endswith("_error")]:
+        hit = 0
+        for value in frame[column].dropna():
+            parts = [part.strip() for part in str(value).split(";")]
+            hit += any(p.startswith(("abandoned", "partial")) for p in parts)
+        if hit:
+            counts[str(column)] = hit
+    return counts
+
+
+def _cell(value: Any) -> str:
+    """A short, comparable form of one frame cell (bytes by hash, lists element-wise)."""
+    content = getattr(value, "content", None)
+    if isinstance(content, bytes | bytearray):
+        return "sha256:" + hashlib.sha256(content).hexdigest()[:16]
+    if isinstance(value, bytes | bytearray):
+        return "sha256:" + hashlib.sha256(value).hexdigest()[:16]
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_cell(v) for v in value) + "]"
+    if value is None or (isinstance(value, float) and value != value):
+        return "NA"
+    text = repr(value)
+    return "NA" if text in ("<NA>", "NaT", "nan") else text
+
+
+def row_digests(frame: Any) -> list[dict[str, str]]:
+    """Each row of ``frame`` as ``{column: short form}`` (see :func:`_cell`)."""
+    columns = [str(c) for c in frame.columns]
+    return [
+        {c: _cell(v) for c, v in zip(columns, row, strict=True)}
+        for row in frame.itertuples(index=False, name=None)
+    ]
+
+
+def run_converge(args: argparse.Namespace) -> dict[str, Any]:
+    """``df.lit.run()``, then re-runs until no error column says abandoned or partial."""
+    import litfetch_df
+    from benchmarks.corpus import generate
+
+    frame = generate(args.n, seed=args.seed).frame
+    session = litfetch_df.Session(
+        client_factory=_factory(args.port), contact=CONTACT, cache=args.cache or None
+    )
+    kwargs: dict[str, Any] = {
+        "session": session,
+        "progress": False,
+        "concurrency": args.concurrency,
+        "steps": PIPELINE_STEPS,
+    }
+    if args.credentials:
+        kwargs["credentials"] = dict(CREDENTIALS)
+    rounds = []
+    for number in range(1, max(1, args.max_rounds) + 1):
+        _mark(args.port, f"start:round{number}")
+        t0 = time.perf_counter()
+        frame = frame.lit.run(**kwargs)
+        wall = time.perf_counter() - t0
+        _mark(args.port, f"end:round{number}")
+        left = unfinished(frame)
+        rounds.append({"round": number, "wall": wall, "unfinished": left})
+        if not left:
+            break
+    return {
+        "rounds": rounds,
+        "converged": not rounds[-1]["unfinished"],
+        "outcomes": _outcomes(frame),
+        "digests": row_digests(frame),
     }
 
 
@@ -270,12 +366,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default="")
     parser.add_argument("--out-dir", default="")
     parser.add_argument("--credentials", action="store_true")
+    parser.add_argument("--max-rounds", type=int, default=6)
     parser.add_argument("--result", required=True)
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"scenario": args.scenario}
     try:
         if args.scenario == "licence":
             result.update(run_licence(args))
+        elif args.scenario == "converge":
+            result.update(run_converge(args))
         else:
             if args.scenario == "memory" and not args.out_dir:
                 args.out_dir = tempfile.mkdtemp(prefix="litfetch-bench-out-")

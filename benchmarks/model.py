@@ -52,6 +52,7 @@ __all__ = [
     "lower_bound",
     "marginal_requests",
     "resolve_rows",
+    "servable",
 ]
 
 STEPS = ("resolve", "bodies", "files", "licences")
@@ -224,9 +225,12 @@ def _walk_ladder(r: Resolved, *, credentials: bool) -> _BodyWalk:
             cost[HOST_ELSEVIER] += 1
             if a.body is BodyHome.ELSEVIER:
                 return _BodyWalk("elsevier_oa", cost, True)
-        cost[HOST_SPRINGER] += 1  # OpenAccess JATS stays per article (upstream.md 9.5)
-        if a.body is BodyHome.SPRINGER:
-            return _BodyWalk("springer_oa", cost, True)
+        if a.publisher is Publisher.SPRINGER:
+            # OpenAccess JATS stays per article (upstream.md 9.5), and only a Springer
+            # Nature DOI (its prefix says so) can have an answer there
+            cost[HOST_SPRINGER] += 1
+            if a.body is BodyHome.SPRINGER:
+                return _BodyWalk("springer_oa", cost, True)
         return _BodyWalk(None, cost, True)
     return _BodyWalk(None, cost, False)
 
@@ -266,8 +270,8 @@ def ideal_requests(
             if doi:
                 unpaywall.add(doi)
                 crossref.add(doi)
-                if credentials:
-                    meta.add(doi)
+                if credentials and a.publisher is Publisher.SPRINGER:
+                    meta.add(doi)  # Meta knows only Springer Nature DOIs
             if r.pmid or r.pmcid or r.doi:
                 s2.add(r.key)
         if "licences" in wanted and doi:
@@ -320,6 +324,28 @@ def expected_outcomes(corpus: Corpus, *, credentials: bool = True) -> dict[str, 
     return dict(out)
 
 
+def servable(corpus: Corpus, *, credentials: bool = True) -> dict[str, int]:
+    """Return how many distinct resolved articles each per-article body host can serve.
+
+    ``springer_jats``: Springer Nature OpenAccess JATS bodies (with keys);
+    ``elsevier``: Elsevier full texts (with keys); ``epmc_fulltext``: articles
+    Europe PMC's ``fullTextXML`` holds (whether or not the bucket serves them
+    first). The ideal ladder asks these hosts for no more than this.
+    """
+    out = {"springer_jats": 0, "elsevier": 0, "epmc_fulltext": 0}
+    resolved, _ = resolve_rows(corpus)
+    for r in _distinct(resolved):
+        a = r.article
+        assert a is not None
+        if r.pmcid and a.in_europe_pmc_fulltext:
+            out["epmc_fulltext"] += 1
+        if credentials and r.doi and a.body is BodyHome.SPRINGER:
+            out["springer_jats"] += 1
+        if credentials and r.doi and a.body is BodyHome.ELSEVIER:
+            out["elsevier"] += 1
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class HostBound:
     """One host's share of the lower bound."""
@@ -343,19 +369,25 @@ def lower_bound(
     concurrency: int,
     rates: Mapping[str, float] = RATES,
     caps: Mapping[str, int] = CAPS,
+    bursts: Mapping[str, int] | None = None,
 ) -> tuple[float, list[HostBound]]:
-    """Return the run's lower bound in seconds and each host's term, busiest first."""
+    """Return the run's lower bound in seconds and each host's term, busiest first.
+
+    ``bursts`` (requests a host admits back to back; 1 when absent) lets the
+    first ``burst`` requests leave together; the drawn worlds pass theirs.
+    """
     terms = []
     for host, n in ideal.items():
         rate = rates.get(host)
         cap = max(1, min(concurrency, caps.get(host, concurrency)))
+        burst = max(1, (bursts or {}).get(host, 1))
         terms.append(
             HostBound(
                 host=host,
                 requests=n,
                 rate=rate,
-                # the first request leaves at once and the last one still has to be answered
-                rate_seconds=(n - 1) / rate + latency if rate and n else 0.0,
+                # the first burst leaves at once and the last request still has to be answered
+                rate_seconds=max(0, n - burst) / rate + latency if rate and n else 0.0,
                 latency_seconds=n * latency / cap,
             )
         )

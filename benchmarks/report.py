@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import RATES, HostBound
+from .politeness import RAW
 
 __all__ = ["PhaseReport", "ScenarioReport", "format_scenario", "write_json"]
 
@@ -53,6 +54,13 @@ class ScenarioReport:
     expected: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    rates: dict[str, float] = field(default_factory=dict)
+    """The rate each host enforced (empty: :data:`benchmarks.model.RATES`)."""
+    world: dict[str, Any] | None = None
+    """The drawn world the run met (:meth:`benchmarks.worlds.DrawnWorld.to_json`), if any."""
+    politeness: dict[str, Any] = field(default_factory=dict)
+    """Per-host in-flight overflows and early retries, per-route requests against what the
+    hosts can serve, and the rows left abandoned (see :func:`benchmarks.politeness.measure`)."""
 
     @property
     def ratio(self) -> float | None:
@@ -100,13 +108,14 @@ def format_scenario(report: ScenarioReport) -> str:
         key=lambda h: (-report.requests.get(h, 0), h),
     )
     terms = {t.host: t for t in report.terms}
+    rates = report.rates or RATES
     if hosts:
         lines.append(
             f"   {'host':<36}{'requests':>9}{'ideal':>7}{'429s':>6}{'rate/s':>8}{'floor s':>9}"
         )
         for h in hosts:
             t = terms.get(h)
-            rate = RATES.get(h)
+            rate = rates.get(h)
             lines.append(
                 f"   {h:<36}{report.requests.get(h, 0):>9}{report.ideal.get(h, 0):>7}"
                 f"{report.throttled.get(h, 0):>6}{_fmt(rate, '.0f') if rate else 'free':>8}"
@@ -122,6 +131,9 @@ def format_scenario(report: ScenarioReport) -> str:
         lines.append(f"   outcomes: {_compact(report.outcomes)}")
     if report.expected:
         lines.append(f"   ideal run finds: {_compact(report.expected)}")
+    for key, value in report.politeness.items():
+        if value and key not in RAW:
+            lines.append(f"   {key}: {_compact(value) if isinstance(value, Mapping) else value}")
     for key, value in report.extra.items():
         lines.append(f"   {key}: {value}")
     return "\n".join(lines)

@@ -56,6 +56,9 @@ class FakeResponse:
     status: int = 200
     body: Any = b""
     headers: dict[str, str] = field(default_factory=dict)
+    truncated: bool = False
+    """Send the body without ``Content-Length`` and close the connection after it (a cut-short
+    answer the client can only spot by reading it)."""
 
     def encoded(self) -> tuple[bytes, dict[str, str]]:
         headers = dict(self.headers)
@@ -71,7 +74,9 @@ class FakeResponse:
         return data, headers
 
 
-Handler = Callable[[FakeRequest], "FakeResponse | None"]
+Handler = Callable[[FakeRequest], "FakeResponse | str | None"]
+"""A route: a response, ``"drop"`` (close unanswered), ``"stall:<seconds>"`` (wait, then
+close unanswered), or ``None`` (let an earlier route answer)."""
 
 
 @dataclass
@@ -227,6 +232,9 @@ class FakeUpstream:
         finally:
             with self._lock:
                 self._in_flight[host] -= 1
+        if isinstance(response, str) and response.startswith("stall:"):
+            time.sleep(float(response.split(":", 1)[1]))
+            response = "drop"
         if response == "drop":
             h.close_connection = True
             with contextlib.suppress(OSError):
@@ -237,9 +245,18 @@ class FakeUpstream:
         h.send_response(response.status)
         for k, v in headers.items():
             h.send_header(k, v)
-        h.send_header("Content-Length", str(len(data)))
+        if response.truncated:
+            h.send_header("Connection", "close")
+            h.close_connection = True
+        else:
+            h.send_header("Content-Length", str(len(data)))
         h.end_headers()
-        if h.command != "HEAD":
+        if h.command == "HEAD":
+            return
+        if response.truncated:
+            with contextlib.suppress(OSError):
+                h.wfile.write(data)
+        else:
             h.wfile.write(data)
 
     def _respond(self, req: FakeRequest) -> FakeResponse | str:

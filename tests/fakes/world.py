@@ -23,18 +23,19 @@ import enum
 import hashlib
 import itertools
 import json
-import math
 import re
 import threading
 import time
 import urllib.parse
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
+from tests.fakes.faults import FaultKind, FaultPlan, fault_response
+from tests.fakes.limits import HostGate, HostLimit
 
 __all__ = [
     "ALL_HOSTS",
@@ -219,32 +220,6 @@ class Article:
         return self.pmcid or self.pmid or self.doi or self.bookid or "anonymous"
 
 
-@dataclass(frozen=True, slots=True)
-class HostLimit:
-    """A rate / concurrency policy for one host, enforced the way the real service does.
-
-    A request beyond ``per_second`` (GCRA: ``burst`` may arrive back to back,
-    ``tolerance`` seconds of arrival jitter are forgiven) or beyond
-    ``max_in_flight`` concurrent requests gets ``status`` (429) with a JSON
-    ``body`` and, when ``retry_after`` is set, a ``Retry-After`` header of
-    whole seconds.
-    """
-
-    per_second: float
-    burst: int = 1
-    tolerance: float = 0.05
-    max_in_flight: int = 0
-    retry_after: bool = False
-    status: int = 429
-    body: Any = field(default_factory=lambda: {"message": "Too Many Requests"})
-
-
-@dataclass
-class _HostState:
-    tat: float = float("-inf")  # GCRA theoretical arrival time
-    in_flight: int = 0
-
-
 def _digest(*parts: object) -> int:
     material = "\x1f".join(str(p) for p in parts).encode()
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "big")
@@ -336,7 +311,13 @@ class World:
     configured key. Construction fails on duplicate ids.
     """
 
-    def __init__(self, articles: Iterable[Article], *, keys: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        articles: Iterable[Article],
+        *,
+        keys: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.articles: tuple[Article, ...] = tuple(articles)
         self.keys: dict[str, str] = dict(keys or {})
         self._by_pmid: dict[str, Article] = {}
@@ -370,12 +351,20 @@ class World:
         )
         self._stem_set: frozenset[str] = frozenset(self._bucket_stems)
         self._lock = threading.Lock()
-        self._states: dict[str, _HostState] = collections.defaultdict(_HostState)
+        self._clock = clock
+        self._gates: dict[str, HostGate] = {}
         self._limits: dict[str, HostLimit] = {}
+        self._not_before: dict[str, tuple[float, float]] = {}
+        """Per host, the latest Retry-After window: from when the client knew, until its end."""
         self._latency: dict[str | None, float] = {}
         self.served: collections.Counter[str] = collections.Counter()
         self.throttled: collections.Counter[str] = collections.Counter()
         self.throttle_log: list[tuple[str, float]] = []
+        self.over_in_flight: collections.Counter[str] = collections.Counter()
+        self.early: collections.Counter[str] = collections.Counter()
+        self.faulted: collections.Counter[str] = collections.Counter()
+        self.fault_kinds: collections.Counter[str] = collections.Counter()
+        self._faults: FaultPlan | None = None
         self.marks: list[tuple[str, float]] = []
 
     # -- construction helpers ----------------------------------------------------------------
@@ -679,13 +668,18 @@ class World:
         *,
         latency: float | Mapping[str, float] = 0.0,
         limits: Mapping[str, HostLimit] | None = None,
+        faults: FaultPlan | None = None,
     ) -> None:
         """Register every service's routes on ``fake``.
 
         ``latency`` delays every answer (a number, or seconds per host).
         ``limits`` enforces a :class:`HostLimit` per host; each 429 it sends is
         counted in :attr:`throttled`, each request a route saw in :attr:`served`.
+        ``faults`` fails a share of the admitted requests of every host
+        (:class:`~tests.fakes.faults.FaultPlan`), counted in :attr:`faulted`
+        per host and :attr:`fault_kinds` per kind.
         """
+        self._faults = faults
         if isinstance(latency, Mapping):
             self._latency = {k: float(v) for k, v in latency.items()}
         else:
@@ -740,45 +734,70 @@ class World:
             def serve(req: FakeRequest) -> FakeResponse:
                 m = regex.fullmatch(req.path)
                 groups = m.groups() if m else ()
-                return self._guarded(host, lambda: handler(req, *groups))
+                return self._guarded(host, lambda: handler(req, *groups), req)
 
             fake.route(host, pattern, serve, method=method)
 
         return add
 
-    def _guarded(self, host: str, answer: Callable[[], FakeResponse]) -> FakeResponse:
+    def _guarded(
+        self, host: str, answer: Callable[[], FakeResponse], req: FakeRequest | None = None
+    ) -> FakeResponse | str:
         limit = self._limits.get(host)
-        now = time.monotonic()
+        now = self._clock()
         refused: FakeResponse | None = None
+        gate: HostGate | None = None
+        announced: dict[str, str] = {}
         with self._lock:
             self.served[host] += 1
-            state = self._states[host]
+            told, until = self._not_before.get(host, (0.0, float("-inf")))
+            if told <= now < until:
+                self.early[host] += 1
             if limit is not None:
-                interval = 1.0 / limit.per_second
-                slack = (limit.burst - 1) * interval + limit.tolerance
-                busy = bool(limit.max_in_flight) and state.in_flight >= limit.max_in_flight
-                if busy or now < state.tat - slack:
+                gate = self._gates.setdefault(host, HostGate(limit))
+                verdict = gate.admit(now)
+                announced = verdict.headers
+                if not verdict.admitted:
                     self.throttled[host] += 1
                     self.throttle_log.append((host, now))
-                    wait = max(state.tat - slack - now, interval)
-                    headers = (
-                        {"Retry-After": str(max(1, math.ceil(wait)))} if limit.retry_after else {}
-                    )
-                    refused = FakeResponse(limit.status, limit.body, headers)
-                else:
-                    state.tat = max(state.tat, now) + interval
-            if refused is None:
-                state.in_flight += 1
+                    self.over_in_flight[host] += verdict.over_in_flight
+                    if verdict.retry_after is not None:
+                        # a client learns of a new wait when the 429 reaches it, a latency later
+                        if now >= until:
+                            told = now + self._latency.get(host, self._latency.get(None, 0.0))
+                        until = max(until, now + verdict.retry_after)
+                        self._not_before[host] = (told, until)
+                    refused = FakeResponse(limit.status, limit.body, announced)
+                    gate = None
+        fault: FaultKind | None = None
+        if refused is None and self._faults is not None and req is not None:
+            query = urllib.parse.urlencode(sorted(req.query.items()), doseq=True)
+            if req.body:  # a POST's body tells its requests apart
+                query += "#" + hashlib.sha256(req.body).hexdigest()
+            fault = self._faults.draw(host, req.method, req.path, query)
+            if fault is not None:
+                with self._lock:
+                    self.faulted[host] += 1
+                    self.fault_kinds[fault.value] += 1
         delay = self._latency.get(host, self._latency.get(None, 0.0))
         try:
+            if fault is not None and self._faults is not None:
+                whole = answer() if fault is FaultKind.TRUNCATED else FakeResponse()
+                if delay:
+                    time.sleep(delay)
+                return fault_response(fault, whole, stall=self._faults.stall)
             response = refused if refused is not None else answer()
+            if announced and refused is None:
+                response = FakeResponse(
+                    response.status, response.body, {**response.headers, **announced}
+                )
             if delay:
                 time.sleep(delay)
             return response
         finally:
-            if refused is None:
+            if gate is not None:
                 with self._lock:
-                    state.in_flight -= 1
+                    gate.release()
 
     def _mark(self, req: FakeRequest) -> FakeResponse:
         with self._lock:
@@ -809,6 +828,10 @@ class World:
             self.served.clear()
             self.throttled.clear()
             self.throttle_log.clear()
+            self.over_in_flight.clear()
+            self.early.clear()
+            self.faulted.clear()
+            self.fault_kinds.clear()
             self.marks.clear()
 
     # -- NCBI ID Converter -------------------------------------------------------------------
