@@ -1,316 +1,263 @@
-"""Per-host pacing over the real-socket fake: spacing under concurrency, host independence,
-sharing across scopes, Retry-After pauses and the in-flight bound.
+"""Per-host pacing: spacing under concurrency, host independence, sharing across scopes,
+Retry-After pauses and the in-flight bound.
 
-Only lower bounds on time are asserted (and orderings with a wide margin); request
-start times are taken on the client side by an httpx request hook, which runs after
-the session has waited its turn.
+Every test runs over an ``httpx.MockTransport`` on a :class:`VirtualClock`: time
+moves only when every task waits on it, so the times asserted are exact and the
+tests give the same answer on an idle laptop and on a loaded CI machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 import httpx
 import pytest
 
 from litfetch_df import Rate, RetryPolicy, Session
-from tests.conftest import FAST_RETRY
-from tests.fake_upstream import FakeResponse, FakeUpstream, json_response
+from tests.virtual_clock import VirtualClock
 
 EPMC = "www.ebi.ac.uk"
 OPENALEX = "api.openalex.org"
 CROSSREF = "api.crossref.org"
-TOLERANCE = 0.002  # clock granularity between the slot and the hook
+NCBI = "pmc.ncbi.nlm.nih.gov"
+S2 = "api.semanticscholar.org"
+EPS = 1e-9
+
+Answer = Callable[[httpx.Request], "httpx.Response | None"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Sent:
     host: str
     path: str
     at: float
+    ended: float = 0.0
 
 
-class SendLog:
-    """Collects client-side send times via an httpx ``request`` event hook."""
+@dataclass
+class Upstream:
+    """A MockTransport handler on the virtual clock: latency, scripted answers, a log."""
 
-    def __init__(self) -> None:
-        self.sent: list[Sent] = []
+    clock: VirtualClock
+    latency: float = 0.0
+    scripts: dict[str, list[httpx.Response]] = field(default_factory=dict)
+    sent: list[Sent] = field(default_factory=list)
+    in_flight: dict[str, int] = field(default_factory=dict)
+    peak: dict[str, int] = field(default_factory=dict)
 
-    async def hook(self, request: httpx.Request) -> None:
-        self.sent.append(Sent(request.url.host, request.url.path, time.monotonic()))
+    def fail_next(self, host: str, *responses: httpx.Response) -> None:
+        self.scripts.setdefault(host, []).extend(responses)
 
-    def times(self, host: str, path: str | None = None) -> list[float]:
-        return sorted(
-            s.at for s in self.sent if s.host == host and (path is None or s.path == path)
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        record = Sent(host, request.url.path, self.clock.now())
+        self.sent.append(record)
+        self.in_flight[host] = self.in_flight.get(host, 0) + 1
+        self.peak[host] = max(self.peak.get(host, 0), self.in_flight[host])
+        try:
+            if self.latency:
+                await self.clock.sleep(self.latency)
+            script = self.scripts.get(host)
+            if script:
+                return script.pop(0)
+            return httpx.Response(200, json={"ok": True})
+        finally:
+            self.in_flight[host] -= 1
+            record.ended = self.clock.now()
+
+    def times(self, host: str) -> list[float]:
+        return sorted(s.at for s in self.sent if s.host == host)
+
+    def session(self, retry: RetryPolicy | None = None) -> Session:
+        def factory() -> httpx.AsyncClient:
+            return httpx.AsyncClient(transport=httpx.MockTransport(self))
+
+        return Session(
+            client_factory=factory,
+            retry=retry or RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0),
+            clock=self.clock,
         )
-
-    def factory(self, fake: FakeUpstream) -> Callable[[], httpx.AsyncClient]:
-        return fake.client_factory(event_hooks={"request": [self.hook]})
 
 
 @pytest.fixture
-def intervals(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[Rate, float]]:
-    """Shrink chosen rates' intervals so pacing tests take fractions of a second.
-
-    The pacing logic is unchanged; only the numbers a Rate reports are.
-    """
-    table: dict[Rate, float] = {}
-    original = Rate.min_interval
-    assert isinstance(original, property) and original.fget is not None
-    fget = original.fget
-
-    def patched(self: Rate) -> float:
-        return table[self] if self in table else float(fget(self))
-
-    monkeypatch.setattr(Rate, "min_interval", property(patched))
-    yield table
+def clock() -> VirtualClock:
+    return VirtualClock()
 
 
 def assert_spaced(times: list[float], interval: float) -> None:
-    """The k-th start (0-based) is no earlier than k × interval after the first."""
+    """Every two consecutive starts are at least ``interval`` apart."""
     assert times, "nothing was sent"
-    first = times[0]
-    for k, t in enumerate(times):
-        assert t - first >= k * interval - TOLERANCE, (k, t - first)
+    for a, b in itertools.pairwise(times):
+        assert b - a >= interval - EPS, (a, b)
 
 
-def epmc_url(n: int) -> str:
-    return f"https://{EPMC}/europepmc/webservices/rest/PMC{7000000 + n}/fullTextXML"
+def url(host: str, n: int) -> str:
+    return f"https://{host}/p/{n}"
 
 
-def route_epmc(fake: FakeUpstream) -> None:
-    fake.route(
-        EPMC,
-        r"/europepmc/webservices/rest/PMC\d+/fullTextXML",
-        FakeResponse(200, b"<article/>", {"Content-Type": "application/xml"}),
-    )
+async def gather(clock: VirtualClock, calls: list[Awaitable[httpx.Response]]) -> list[int]:
+    async def together() -> list[httpx.Response]:
+        return await asyncio.gather(*calls)
+
+    return [r.status_code for r in await clock.run(together())]
 
 
-async def test_200_concurrent_callers_to_one_host_are_spaced(
-    fake: FakeUpstream, intervals: dict[Rate, float]
-) -> None:
-    interval = intervals[Rate.EUROPE_PMC] = 0.005
-    route_epmc(fake)
-    # the fake throttles like a real service: more than ~1/interval per second gets 429s
-    fake.rate_limit(EPMC, per_second=1 / interval + 10)
-    log = SendLog()
-    async with Session(client_factory=log.factory(fake), retry=RetryPolicy(1)) as s:
-        responses = await asyncio.gather(
-            *(s.get(epmc_url(n), rate=Rate.EUROPE_PMC) for n in range(200))
+async def test_200_concurrent_callers_to_one_host_are_spaced(clock: VirtualClock) -> None:
+    upstream = Upstream(clock)
+    async with upstream.session() as s:
+        statuses = await gather(
+            clock, [s.get(url(NCBI, n), rate=Rate.NCBI_UNKEYED) for n in range(200)]
         )
-    assert [r.status_code for r in responses] == [200] * 200
-    times = log.times(EPMC)
+    assert statuses == [200] * 200
+    times = upstream.times(NCBI)
     assert len(times) == 200
-    assert_spaced(times, interval)
-    assert fake.count(EPMC) == 200
-    assert fake.throttled == []
+    assert_spaced(times, Rate.NCBI_UNKEYED.min_interval)
+    # and no slower than the rate either: the work is done as soon as pacing allows
+    assert times[-1] - times[0] == pytest.approx(199 * Rate.NCBI_UNKEYED.min_interval)
 
 
-async def test_real_rate_intervals_are_respected(fake: FakeUpstream) -> None:
-    route_epmc(fake)
-    log = SendLog()
-    async with Session(client_factory=log.factory(fake), retry=FAST_RETRY) as s:
-        await asyncio.gather(*(s.get(epmc_url(n), rate=Rate.UNPAYWALL) for n in range(6)))
-    assert_spaced(log.times(EPMC), Rate.UNPAYWALL.min_interval)
-
-
-async def test_two_hosts_do_not_wait_on_each_other(
-    fake: FakeUpstream, intervals: dict[Rate, float]
+async def test_published_rates_are_ceilings_that_clean_answers_never_pass(
+    clock: VirtualClock,
 ) -> None:
-    intervals[Rate.EUROPE_PMC] = 0.2
-    intervals[Rate.OPENALEX] = 0.2
-    route_epmc(fake)
-    fake.route(OPENALEX, r"/works/.+", json_response({"id": "https://openalex.org/W1"}))
-    log = SendLog()
-    async with Session(client_factory=log.factory(fake), retry=FAST_RETRY) as s:
-        first_host = [
-            asyncio.create_task(s.get(epmc_url(n), rate=Rate.EUROPE_PMC)) for n in range(3)
-        ]
-        await asyncio.sleep(0)  # host A's queue is formed before host B asks
-        second_host = [
-            asyncio.create_task(
-                s.get(f"https://{OPENALEX}/works/doi:10.1000/{n}", rate=Rate.OPENALEX)
-            )
-            for n in range(2)
-        ]
-        await asyncio.gather(*first_host, *second_host)
-    a = log.times(EPMC)
-    b = log.times(OPENALEX)
-    assert_spaced(a, 0.2)
-    assert_spaced(b, 0.2)
-    # B is paced on its own clock: behind a shared queue B's first request would
-    # have left after A's third (0.4 s); on its own it leaves at once.
-    assert b[0] < a[1]
-    assert b[1] < a[2]
+    upstream = Upstream(clock)
+    async with upstream.session() as s:
+        await gather(clock, [s.get(url(OPENALEX, n), rate=Rate.OPENALEX) for n in range(300)])
+        state = s.limits[OPENALEX]
+    assert_spaced(upstream.times(OPENALEX), Rate.OPENALEX.min_interval)
+    assert state.rate == Rate.OPENALEX.per_second
 
 
-async def test_pacing_is_shared_by_the_scopes_of_one_session(
-    fake: FakeUpstream, intervals: dict[Rate, float]
-) -> None:
-    interval = intervals[Rate.EUROPE_PMC] = 0.03
-    route_epmc(fake)
-    log = SendLog()
+async def test_two_hosts_do_not_wait_on_each_other(clock: VirtualClock) -> None:
+    upstream = Upstream(clock)
+    async with upstream.session() as s:
+        await gather(
+            clock,
+            [s.get(url(NCBI, n), rate=Rate.NCBI_UNKEYED) for n in range(3)]
+            + [s.get(url(OPENALEX, n), rate=Rate.OPENALEX) for n in range(2)],
+        )
+    a = upstream.times(NCBI)
+    b = upstream.times(OPENALEX)
+    assert_spaced(a, Rate.NCBI_UNKEYED.min_interval)
+    assert_spaced(b, Rate.OPENALEX.min_interval)
+    # B is paced on its own clock: behind A's queue its second request would wait 0.68 s
+    assert b[1] - b[0] == pytest.approx(Rate.OPENALEX.min_interval)
+    assert b[1] < a[1]
+
+
+async def test_pacing_is_shared_by_the_scopes_of_one_session(clock: VirtualClock) -> None:
+    upstream = Upstream(clock)
 
     async def unit(s: Session, offset: int) -> None:
         async with s.scope() as sc:
             await asyncio.gather(
-                *(sc.get(epmc_url(offset + n), rate=Rate.EUROPE_PMC) for n in range(4))
+                *(sc.get(url(OPENALEX, offset + n), rate=Rate.OPENALEX) for n in range(4))
             )
 
-    async with Session(client_factory=log.factory(fake), retry=FAST_RETRY) as s:
-        await asyncio.gather(unit(s, 0), unit(s, 100), unit(s, 200))
-    times = log.times(EPMC)
+    async with upstream.session() as s:
+        await clock.run(asyncio.gather(unit(s, 0), unit(s, 100), unit(s, 200)))
+    times = upstream.times(OPENALEX)
     assert len(times) == 12
-    assert_spaced(times, interval)
+    assert_spaced(times, Rate.OPENALEX.min_interval)
 
 
-async def test_post_is_paced(fake: FakeUpstream, intervals: dict[Rate, float]) -> None:
-    interval = intervals[Rate.S2_KEYED] = 0.03
-    host = "api.semanticscholar.org"
-    fake.route(host, r"/graph/v1/paper/batch", json_response([]), method="POST")
-    log = SendLog()
-    url = f"https://{host}/graph/v1/paper/batch"
-    async with Session(client_factory=log.factory(fake), retry=FAST_RETRY) as s:
-        await asyncio.gather(
-            *(s.post(url, json={"ids": [f"DOI:10.1000/{n}"]}, rate=Rate.S2_KEYED) for n in range(5))
+async def test_post_is_paced(clock: VirtualClock) -> None:
+    upstream = Upstream(clock)
+    batch = f"https://{S2}/graph/v1/paper/batch"
+    async with upstream.session() as s:
+        await gather(
+            clock,
+            [
+                s.post(batch, json={"ids": [f"DOI:10.1000/{n}"]}, rate=Rate.S2_KEYED)
+                for n in range(5)
+            ],
         )
-    assert_spaced(log.times(host), interval)
+    times = upstream.times(S2)
+    assert len(times) == 5
+    assert_spaced(times, Rate.S2_KEYED.min_interval)
 
 
-async def test_retries_are_paced_too(fake: FakeUpstream, intervals: dict[Rate, float]) -> None:
-    interval = intervals[Rate.EUROPE_PMC] = 0.05
-    route_epmc(fake)
-    fake.fail_next(EPMC, "/europepmc/", FakeResponse(500, "x"), FakeResponse(502, "y"))
-    log = SendLog()
-    policy = RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0)  # retry at once
-    async with Session(client_factory=log.factory(fake), retry=policy) as s:
-        assert (await s.get(epmc_url(1), rate=Rate.EUROPE_PMC)).status_code == 200
-    assert_spaced(log.times(EPMC), interval)
+async def test_retries_are_paced_too(clock: VirtualClock) -> None:
+    upstream = Upstream(clock)
+    upstream.fail_next(OPENALEX, httpx.Response(500), httpx.Response(502))
+    async with upstream.session() as s:  # back-off 0: only pacing separates the attempts
+        assert await gather(clock, [s.get(url(OPENALEX, 1), rate=Rate.OPENALEX)]) == [200]
+    times = upstream.times(OPENALEX)
+    assert len(times) == 3
+    assert_spaced(times, Rate.OPENALEX.min_interval)
 
 
-async def test_retry_after_pauses_the_whole_host(
-    fake: FakeUpstream, intervals: dict[Rate, float]
+async def test_retry_after_pauses_the_whole_host_and_the_queue_restarts_spaced(
+    clock: VirtualClock,
 ) -> None:
-    intervals[Rate.EUROPE_PMC] = 0.02
-    pause = 0.3
-    route_epmc(fake)
-    fake.route(OPENALEX, r"/works/.+", json_response({"id": "https://openalex.org/W1"}))
-    fake.fail_next(
-        EPMC, "/europepmc/", FakeResponse(429, {"error": "slow down"}, {"Retry-After": "1"})
-    )
-    log = SendLog()
-    # Retry-After: 1 is capped at max_delay, so the pause lasts `pause` seconds
-    policy = RetryPolicy(max_attempts=2, base_delay=0.0, max_delay=pause)
-    async with Session(client_factory=log.factory(fake), retry=policy) as s:
-        queued = [asyncio.create_task(s.get(epmc_url(n), rate=Rate.EUROPE_PMC)) for n in range(5)]
-        await asyncio.sleep(0.05)  # the 429 has arrived; the queue is mid-flight
-        other_host = await s.get(f"https://{OPENALEX}/works/doi:10.1000/x", rate=Rate.OPENALEX)
-        other_sent = time.monotonic()
-        responses = await asyncio.gather(*queued)
-    assert other_host.status_code == 200
-    assert [r.status_code for r in responses] == [200] * 5
-    first = log.times(EPMC)[0]
-    later = log.times(EPMC)[1:]
-    assert len(later) == 5  # four others and the retry
-    # every request queued behind the 429 (including those whose slot had been
-    # reserved before it arrived) waited out the pause
-    assert all(t >= first + pause - TOLERANCE for t in later), [t - first for t in later]
+    upstream = Upstream(clock, latency=0.05)
+    upstream.fail_next(OPENALEX, httpx.Response(429, headers={"Retry-After": "3"}))
+    async with upstream.session() as s:
+        queued = [s.get(url(OPENALEX, n), rate=Rate.OPENALEX) for n in range(8)]
+        other = [s.get(url(NCBI, n), rate=Rate.NCBI_UNKEYED) for n in range(2)]
+        statuses = await gather(clock, queued + other)
+        state = s.limits[OPENALEX]
+    assert statuses == [200] * 10
+    first, *later = upstream.times(OPENALEX)
+    assert len(later) == 8  # seven others and the retry
+    # every request queued behind the 429, including those whose slot was reserved
+    # before it arrived, waited out the pause ...
+    pause_ends = first + 0.05 + 3.0
+    assert all(t >= pause_ends - EPS for t in later), [t - first for t in later]
+    # ... and they restarted one interval apart at the cut rate, not as one burst
+    # (never faster than the learned ceiling, 90 % of the pace that was throttled)
+    assert_spaced(later, 1 / (Rate.OPENALEX.per_second * 0.9))
+    assert state.throttled == 1
     # the other host was not paused
-    assert other_sent < first + pause
-    assert fake.count(EPMC) == 6
+    assert max(upstream.times(NCBI)) < pause_ends
 
 
-async def test_retry_after_on_the_last_attempt_still_pauses_the_host(
-    fake: FakeUpstream,
-) -> None:
-    pause = 0.2
-    route_epmc(fake)
-    fake.fail_next(EPMC, "/europepmc/", FakeResponse(503, "busy", {"Retry-After": "5"}))
-    log = SendLog()
-    policy = RetryPolicy(max_attempts=1, base_delay=0.0, max_delay=pause)
-    async with Session(client_factory=log.factory(fake), retry=policy) as s:
-        assert (await s.get(epmc_url(1))).status_code == 503
-        assert (await s.get(epmc_url(2))).status_code == 200
-    first, second = log.times(EPMC)
-    assert second - first >= pause - TOLERANCE
+async def test_retry_after_on_the_last_attempt_still_pauses_the_host(clock: VirtualClock) -> None:
+    upstream = Upstream(clock)
+    upstream.fail_next(EPMC, httpx.Response(503, headers={"Retry-After": "5"}))
+    async with upstream.session(RetryPolicy(max_attempts=1)) as s:
+        assert await gather(clock, [s.get(url(EPMC, 1), rate=Rate.EUROPE_PMC)]) == [503]
+        assert await gather(clock, [s.get(url(EPMC, 2), rate=Rate.EUROPE_PMC)]) == [200]
+    first, second = upstream.times(EPMC)
+    assert second - first >= 5.0 - EPS
 
 
-async def test_max_in_flight_bounds_concurrency(
-    fake: FakeUpstream, intervals: dict[Rate, float]
-) -> None:
-    intervals[Rate.CROSSREF] = 0.001
-    fake.route(CROSSREF, r"/works/.+", json_response({"status": "ok", "message": {}}))
-    fake.latency(0.1, CROSSREF)
-    async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as s:
-        await asyncio.gather(
-            *(s.get(f"https://{CROSSREF}/works/10.1000/{n}", rate=Rate.CROSSREF) for n in range(7))
-        )
-    assert fake.count(CROSSREF) == 7
-    assert fake.max_in_flight[CROSSREF] == Rate.CROSSREF.max_in_flight == 3
+async def test_max_in_flight_bounds_concurrency(clock: VirtualClock) -> None:
+    upstream = Upstream(clock, latency=1.0)  # slow answers: only the in-flight cap binds
+    async with upstream.session() as s:
+        await gather(clock, [s.get(url(CROSSREF, n), rate=Rate.CROSSREF) for n in range(7)])
+    assert len(upstream.times(CROSSREF)) == 7
+    assert upstream.peak[CROSSREF] == Rate.CROSSREF.max_in_flight == 3
 
 
-def test_a_session_can_be_reentered_on_a_new_event_loop(intervals: dict[Rate, float]) -> None:
+def test_a_session_can_be_reentered_on_a_new_event_loop() -> None:
     # The notebook bridge runs each call on a fresh loop with one Session; the
     # per-host in-flight gate must not stay bound to the first loop.
-    intervals[Rate.CROSSREF] = 0.001
-    in_flight = 0
-    peak = 0
-
-    async def handler(request: httpx.Request) -> httpx.Response:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        await asyncio.sleep(0.02)
-        in_flight -= 1
-        return httpx.Response(200, json={"status": "ok"}, request=request)
-
-    session = Session(
-        client_factory=lambda: httpx.AsyncClient(transport=httpx.MockTransport(handler)),
-        retry=FAST_RETRY,
-    )
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=1.0)
+    session = upstream.session()
 
     async def run() -> list[int]:
         async with session as s:
-            responses = await asyncio.gather(
-                *(
-                    s.get(f"https://{CROSSREF}/works/10.1000/{n}", rate=Rate.CROSSREF)
-                    for n in range(7)
-                )
+            return await gather(
+                clock, [s.get(url(CROSSREF, n), rate=Rate.CROSSREF) for n in range(7)]
             )
-        return [r.status_code for r in responses]
 
     assert asyncio.run(run()) == [200] * 7
     assert asyncio.run(run()) == [200] * 7
-    assert peak == 3
+    assert upstream.peak[CROSSREF] == 3
 
 
 async def test_a_serial_host_counts_its_interval_from_the_previous_answer(
-    intervals: dict[Rate, float],
+    clock: VirtualClock,
 ) -> None:
     """With one request in flight, a slow answer cannot squeeze the next arrival closer."""
-    interval = intervals[Rate.S2_UNKEYED] = 0.05
-    seen: list[tuple[float, float]] = []
-
-    async def handler(request: httpx.Request) -> httpx.Response:
-        arrived = time.monotonic()
-        await asyncio.sleep(0.03)  # the server takes a while to answer
-        seen.append((arrived, time.monotonic()))
-        return httpx.Response(200, json={})
-
-    def factory() -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.MockTransport(handler))
-
-    async with Session(client_factory=factory) as s:
-        await asyncio.gather(
-            *(
-                s.get(f"https://api.semanticscholar.org/p/{n}", rate=Rate.S2_UNKEYED)
-                for n in range(5)
-            )
-        )
-    seen.sort()
-    for (_, previous_end), (arrived, _) in itertools.pairwise(seen):
-        assert arrived >= previous_end + interval - TOLERANCE
+    upstream = Upstream(clock, latency=0.3)
+    async with upstream.session() as s:
+        await gather(clock, [s.get(url(S2, n), rate=Rate.S2_UNKEYED) for n in range(5)])
+    sent = sorted(upstream.sent, key=lambda x: x.at)
+    assert len(sent) == 5
+    for previous, this in itertools.pairwise(sent):
+        assert this.at >= previous.ended + Rate.S2_UNKEYED.min_interval - EPS

@@ -1,0 +1,329 @@
+"""The adaptive per-host limiter: conservative starts, slowing on throttles, speeding up on
+clean answers, learned and announced ceilings, parking on long waits.
+
+All on a virtual clock over ``httpx.MockTransport``, with the limiter's real
+starting points for hosts without a published limit (marker ``real_limits``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import httpx
+import pandas as pd
+import pytest
+
+import litfetch_df  # noqa: F401  (registers .lit)
+from litfetch_df import HostLimit, HostParked, Rate, RetryPolicy, Session, _limiter
+from tests.virtual_clock import VirtualClock
+
+pytestmark = pytest.mark.real_limits
+
+SPRINGER = "api.springernature.com"
+EPMC = "www.ebi.ac.uk"
+CROSSREF = "api.crossref.org"
+S3 = "pmc-oa-opendata.s3.amazonaws.com"
+UNPAYWALL = "api.unpaywall.org"
+EPS = 1e-9
+POLICY = RetryPolicy(max_attempts=3, base_delay=0.25, max_delay=4.0, max_wait=60.0)
+
+
+@dataclass
+class Bucket:
+    """A host's undisclosed limit: ``rate`` per second with a ``burst`` (a GCRA), as real
+    services enforce it; a request over it gets 429 (with ``retry_after`` if given)."""
+
+    rate: float
+    burst: int = 1
+    retry_after: str | None = None
+    tat: float = -math.inf  # theoretical arrival time of the next conforming request
+
+    def admit(self, now: float) -> bool:
+        interval = 1.0 / self.rate
+        tat = max(self.tat, now)
+        if tat - now > (self.burst - 1) * interval + EPS:
+            return False
+        self.tat = tat + interval
+        return True
+
+
+@dataclass
+class Upstream:
+    clock: VirtualClock
+    latency: float = 0.05
+    limits: dict[str, Bucket] = field(default_factory=dict)
+    answer: Callable[[httpx.Request], httpx.Response | None] | None = None
+    sent: list[tuple[str, float, int]] = field(default_factory=list)
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        now = self.clock.now()
+        response: httpx.Response | None = None
+        bucket = self.limits.get(host)
+        if bucket is not None and not bucket.admit(now):
+            headers = {"Retry-After": bucket.retry_after} if bucket.retry_after else {}
+            response = httpx.Response(429, headers=headers)
+        elif self.answer is not None:
+            response = self.answer(request)
+        response = response or httpx.Response(200, json={"ok": True})
+        self.sent.append((host, now, response.status_code))
+        await self.clock.sleep(self.latency)
+        return response
+
+    def times(self, host: str) -> list[float]:
+        return [t for h, t, _ in self.sent if h == host]
+
+    def throttled(self, host: str) -> int:
+        return sum(1 for h, _, status in self.sent if h == host and status == 429)
+
+    def session(self, **kwargs: object) -> Session:
+        def factory() -> httpx.AsyncClient:
+            return httpx.AsyncClient(transport=httpx.MockTransport(self))
+
+        return Session(client_factory=factory, retry=POLICY, clock=self.clock, **kwargs)  # type: ignore[arg-type]
+
+
+def url(host: str, n: int) -> str:
+    return f"https://{host}/p/{n}"
+
+
+async def run_all(clock: VirtualClock, calls: list[Awaitable[httpx.Response]]) -> list[int]:
+    async def together() -> list[httpx.Response]:
+        return await asyncio.gather(*calls)
+
+    return [r.status_code for r in await clock.run(together())]
+
+
+def gaps(times: list[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(sorted(times))]
+
+
+async def test_an_unpublished_host_starts_conservatively_and_learns_upwards() -> None:
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.5)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(200)])
+        state = s.limits[SPRINGER]
+    times = upstream.times(SPRINGER)
+    # a cautious start: no more than two at once, half a second apart
+    assert times[1] - times[0] >= 1 / _limiter.UNKNOWN_START_RATE - EPS
+    assert times[2] - times[0] >= 0.5 - EPS  # the third waits for an answer (2 in flight)
+    # clean answers speed it up, to the ceiling for hosts nobody publishes a limit for
+    assert state.rate == _limiter.UNKNOWN_MAX_RATE
+    assert state.in_flight_cap == _limiter.UNKNOWN_MAX_IN_FLIGHT
+    assert min(gaps(times)) >= 1 / _limiter.UNKNOWN_MAX_RATE - EPS
+    assert min(gaps(times[-50:])) < 2 * (1 / _limiter.UNKNOWN_MAX_RATE)
+
+
+async def test_the_library_guess_for_europe_pmc_is_a_ceiling_not_a_start() -> None:
+    clock = VirtualClock()
+    upstream = Upstream(clock)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(EPMC, n), rate=Rate.EUROPE_PMC) for n in range(300)])
+        state = s.limits[EPMC]
+    times = upstream.times(EPMC)
+    assert times[1] - times[0] >= 1 / _limiter.UNKNOWN_START_RATE - EPS
+    assert state.rate == min(Rate.EUROPE_PMC.per_second, _limiter.UNKNOWN_MAX_RATE)
+    assert min(gaps(times)) >= Rate.EUROPE_PMC.min_interval - EPS
+
+
+@pytest.mark.parametrize(
+    ("limit", "burst", "retry_after"),
+    [(3.0, 1, None), (7.0, 3, "1"), (12.0, 6, None), (18.0, 2, "2")],
+)
+async def test_an_undisclosed_limit_is_found_with_few_429s(
+    limit: float, burst: int, retry_after: str | None
+) -> None:
+    clock = VirtualClock()
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, burst, retry_after)})
+    n = 600
+    async with upstream.session() as s:
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
+    assert statuses == [200] * n  # nothing given up
+    throttled = upstream.throttled(SPRINGER)
+    assert throttled <= 0.02 * n, throttled
+    bound = n / limit
+    assert wall <= 1.5 * bound + 5, (wall, bound)
+
+
+async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_again() -> None:
+    clock = VirtualClock()
+    refuse = {"on": False}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        return httpx.Response(429) if refuse["on"] else None
+
+    upstream = Upstream(clock, answer=answer)
+    known = {SPRINGER: HostLimit(rate=10.0)}
+    async with upstream.session(host_limits=known) as s:
+        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(20)])
+        before = s.limits[SPRINGER].rate
+        refuse["on"] = True
+        statuses = await run_all(clock, [s.get(url(SPRINGER, 100 + n)) for n in range(4)])
+        slowed = s.limits[SPRINGER]
+        refuse["on"] = False
+        await run_all(clock, [s.get(url(SPRINGER, 200 + n)) for n in range(40)])
+        recovered = s.limits[SPRINGER].rate
+    assert before == 10.0
+    assert statuses == [429] * 4  # each given up after its attempts
+    assert slowed.rate <= before / 2
+    assert slowed.throttled >= 4
+    # the pause after a throttle held the whole host, and the pace recovered with clean answers
+    assert recovered > slowed.rate
+    assert recovered <= 10.0  # never past the stated limit
+
+
+async def test_one_episode_of_429s_cuts_the_pace_once() -> None:
+    clock = VirtualClock()
+    seen = {"n": 0}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        seen["n"] += 1
+        return httpx.Response(429) if 5 <= seen["n"] < 9 else None
+
+    upstream = Upstream(clock, latency=1.0, answer=answer)
+    known = {SPRINGER: HostLimit(rate=8.0, in_flight=8)}
+    async with upstream.session(host_limits=known) as s:
+        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(12)])
+        state = s.limits[SPRINGER]
+    # four requests in the air together were refused: one cut (8 → 4), not four (8 → 0.5)
+    assert state.throttled == 4
+    assert state.rate >= 4.0
+
+
+async def test_retry_after_120_parks_the_host_without_waiting_and_rows_say_so() -> None:
+    clock = VirtualClock()
+    parked = {"on": True}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if request.url.host == UNPAYWALL and parked["on"]:
+            return httpx.Response(429, headers={"Retry-After": "120"})
+        if request.url.host == UNPAYWALL:
+            doi = request.url.path.removeprefix("/v2/")
+            return httpx.Response(
+                200,
+                json={
+                    "doi": doi,
+                    "is_oa": True,
+                    "oa_status": "gold",
+                    "best_oa_location": {"license": "cc-by", "url": f"https://x.org/{doi}"},
+                    "oa_locations": [],
+                },
+            )
+        return httpx.Response(404)
+
+    upstream = Upstream(clock, answer=answer)
+    frame = pd.DataFrame({"DOI": [f"10.1000/a{n}" for n in range(6)]})
+    config = {"progress": False, "resolve": False}
+    async with upstream.session(contact="me@example.org") as s:
+        started = clock.now()
+        first = await clock.run(frame.lit.licences_async(session=s, **config))
+        took = clock.now() - started
+        errors = first["licence_error"].tolist()
+        # one request was refused with the long wait; the others were never sent
+        assert upstream.throttled(UNPAYWALL) == 1
+        assert took < 5.0  # nobody sat out the two minutes
+        assert all(
+            isinstance(e, str) and e.startswith("abandoned: ") and "asked to wait 120 s" in e
+            for e in errors
+        ), errors
+        assert s.limits[UNPAYWALL].parked is not None
+        # after the wait, a re-run picks up exactly those rows
+        parked["on"] = False
+        await clock.run(clock.sleep(121))
+        again = await clock.run(first.lit.licences_async(session=s, **config))
+    assert again["licence_error"].isna().all()
+    assert again["licence"].eq("cc-by").all() or again["licence"].notna().all()
+
+
+async def test_crossref_announced_limits_lower_the_ceiling() -> None:
+    clock = VirtualClock()
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        headers = {"X-Rate-Limit-Limit": "5", "X-Rate-Limit-Interval": "1s"}
+        return httpx.Response(200, json={}, headers=headers)
+
+    upstream = Upstream(clock, latency=0.0, answer=answer)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(CROSSREF, n), rate=Rate.CROSSREF) for n in range(30)])
+        state = s.limits[CROSSREF]
+    assert state.ceiling == 5.0
+    # (the slots already reserved at the old pace go first)
+    assert min(gaps(upstream.times(CROSSREF)[3:])) >= 0.2 - EPS
+
+
+async def test_an_exhausted_window_holds_the_host_until_it_resets() -> None:
+    clock = VirtualClock()
+    calls = {"n": 0}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        calls["n"] += 1
+        remaining = max(0, 3 - calls["n"])
+        return httpx.Response(
+            200, headers={"X-RateLimit-Remaining": str(remaining), "X-RateLimit-Reset": "10"}
+        )
+
+    upstream = Upstream(clock, latency=0.0, answer=answer)
+    async with upstream.session(host_limits={SPRINGER: HostLimit(rate=100.0)}) as s:
+        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(5)])
+    times = upstream.times(SPRINGER)
+    # three fit the window; the fourth waited for the reset ten seconds after the third
+    assert times[3] - times[2] >= 10.0 - EPS
+
+
+async def test_an_exhausted_window_past_the_budget_parks_the_host() -> None:
+    clock = VirtualClock()
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        return httpx.Response(
+            200, headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "3600"}
+        )
+
+    upstream = Upstream(clock, latency=0.0, answer=answer)
+    async with upstream.session() as s:
+        assert await run_all(clock, [s.get(url(SPRINGER, 0))]) == [200]
+        with pytest.raises(HostParked, match="asked to wait 3600 s"):
+            await clock.run(s.get(url(SPRINGER, 1)))
+
+
+async def test_a_stated_host_limit_is_where_pacing_starts_and_a_ceiling() -> None:
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.0)
+    async with upstream.session(host_limits={SPRINGER: HostLimit(rate=4.0, in_flight=1)}) as s:
+        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(50)])
+        state = s.limits[SPRINGER]
+    assert state.rate == 4.0 and state.in_flight_cap == 1
+    assert all(g >= 0.25 - EPS for g in gaps(upstream.times(SPRINGER)))
+    assert upstream.times(SPRINGER)[1] - upstream.times(SPRINGER)[0] == pytest.approx(0.25)
+
+
+def test_host_limit_rejects_nonsense() -> None:
+    with pytest.raises(ValueError):
+        HostLimit(rate=0)
+    with pytest.raises(ValueError):
+        HostLimit(rate=float("inf"))
+    with pytest.raises(ValueError):
+        HostLimit(in_flight=0)
+
+
+async def test_the_pmc_bucket_is_not_paced_until_it_says_slow_down() -> None:
+    clock = VirtualClock()
+    slow = {"on": False}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        return httpx.Response(503, text="SlowDown") if slow["on"] else None
+
+    upstream = Upstream(clock, latency=0.05, answer=answer)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(S3, n)) for n in range(64)])
+        assert max(upstream.times(S3)) - min(upstream.times(S3)) < EPS  # all at once
+        slow["on"] = True
+        await run_all(clock, [s.get(url(S3, 100 + n)) for n in range(4)])
+        state = s.limits[S3]
+    assert math.isfinite(state.rate) and state.throttled >= 1
