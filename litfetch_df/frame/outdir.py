@@ -16,10 +16,11 @@ import hashlib
 import mimetypes
 import os
 import re
-import tempfile
+import secrets
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from ..files import ELSEVIER_XML, JATS_XML, PDF, File
 from ..ids import ArticleIds, doi_key
@@ -28,6 +29,8 @@ __all__ = [
     "OutDir",
     "extension_for",
     "id_stem",
+    "open_part",
+    "remove_leftovers",
     "safe_filename",
     "safe_join",
     "write_atomic",
@@ -158,18 +161,64 @@ def write_atomic(path: Path, data: bytes) -> None:
 
     The rename is atomic on one filesystem, so ``path`` holds either its old
     content or all of ``data``. Durability (fsync) is not forced: a crash may
-    lose a file but never leaves a truncated one under the final name.
+    lose a file but never leaves a truncated one under the final name. The file
+    is created with the usual ``0666`` less the umask, like any file the user writes.
+    """
+    with open_part(path) as (fh, _tmp):
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def open_part(path: Path) -> Iterator[tuple[BinaryIO, Path]]:
+    """Open a temporary ``.part`` file beside ``path``; on a clean exit move it to ``path``.
+
+    On any error (or an interrupt) the temporary file is removed and ``path`` is
+    left as it was. Use it to stream a download to disk without holding it whole.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".part", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}"
+    # os.open with 0o666, not mkstemp (always 0600): the umask decides, as for any file.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh, tmp
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+PART_SUFFIX: Final = ".part"
+
+
+def remove_leftovers(root: Path) -> int:
+    """Remove the hidden ``.part`` files a killed run left in ``root`` and its subdirectories.
+
+    Only this module's own temporary names (a leading dot, the ``.part`` suffix)
+    are touched, one level deep (where the writers put them). Returns how many
+    were removed. Two runs writing into one directory at the same time are not
+    supported: the second would remove the first one's files in progress.
+    """
+    removed = 0
+    try:
+        tops = list(os.scandir(root))
+    except OSError:
+        return 0
+    dirs = [root, *(Path(e.path) for e in tops if e.is_dir(follow_symlinks=False))]
+    for folder in dirs:
+        try:
+            entries = tops if folder == root else list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") and name.endswith(PART_SUFFIX):
+                if entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+                        removed += 1
+    return removed
 
 
 class OutDir:
@@ -185,6 +234,8 @@ class OutDir:
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self._claimed: dict[Path, str] = {}
+        # A run killed mid-write leaves its temporary files; the next run sweeps them.
+        remove_leftovers(self.root)
 
     def __repr__(self) -> str:
         return f"OutDir({str(self.root)!r})"

@@ -171,8 +171,16 @@ def usable_text(value: object) -> str | None:
 
 
 def usable_credential(credentials: Mapping[str, object] | None, key: str) -> str | None:
-    """Return ``credentials[key]`` stripped, or ``None`` unless it is a non-blank string."""
-    return usable_text(credentials.get(key)) if credentials else None
+    """Return ``credentials[key]`` stripped, or ``None`` unless it is a non-blank string.
+
+    A key holding a control character is unusable too (logged by name only): sent as a
+    header it would be refused by the HTTP stack with an error that quotes it.
+    """
+    value = usable_text(credentials.get(key)) if credentials else None
+    if value is not None and any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        log.warning("credential %r contains a control character; not used", key)
+        return None
+    return value
 
 
 def parsed_or_none(parser: Callable[[object], str], value: object) -> str | None:
