@@ -1,7 +1,8 @@
 """Hardened XML parsing for untrusted upstream bytes.
 
 No external entities, no DTD loading, no network, no entity expansion, no
-huge-tree mode (so libxml2 refuses nesting deeper than 256 levels). Every parse of upstream XML goes through :func:`parse_xml`.
+huge-tree mode (so libxml2 refuses nesting deeper than 256 levels). Every
+parse of upstream XML goes through :func:`parse_xml`.
 """
 
 from __future__ import annotations

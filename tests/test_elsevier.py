@@ -201,9 +201,7 @@ def test_full_text_rule() -> None:
     para = b'<ce:para xmlns:ce="http://www.elsevier.com/xml/common/dtd">x</ce:para>'
     three_paras = ABSTRACT_ONLY.replace(b"</coredata>", b"</coredata>" + para * 3)
     assert is_full_text(three_paras)
-    undeclared = ABSTRACT_ONLY.replace(
-        b"</coredata>", b"</coredata>" + b"<ce:para>x</ce:para>" * 3
-    )
+    undeclared = ABSTRACT_ONLY.replace(b"</coredata>", b"</coredata>" + b"<ce:para>x</ce:para>" * 3)
     assert not is_full_text(undeclared)  # not well-formed XML
     assert not is_full_text(b"<html><body><ce:sections/></body></html>")
     assert not is_full_text(b"")

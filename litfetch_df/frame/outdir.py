@@ -213,11 +213,11 @@ def remove_leftovers(root: Path) -> int:
             continue
         for entry in entries:
             name = entry.name
-            if name.startswith(".") and name.endswith(PART_SUFFIX):
-                if entry.is_file(follow_symlinks=False):
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
-                        removed += 1
+            ours = name.startswith(".") and name.endswith(PART_SUFFIX)
+            if ours and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed += 1
     return removed
 
 
