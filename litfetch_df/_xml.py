@@ -12,7 +12,7 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["XmlError", "local_name", "parse_xml", "root_name", "safe_root_name"]
+__all__ = ["XmlError", "local_name", "narrow_xml", "parse_xml", "root_name", "safe_root_name"]
 
 
 class XmlError(ValueError):
@@ -50,7 +50,7 @@ def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Ele
         # Entity declarations can only sit in the prolog (the DOCTYPE's internal
         # subset), however long a comment pads it: scan all of it, and no further,
         # so a body that merely mentions "<!ENTITY" in a CDATA section still parses.
-        narrow = _as_ascii_compatible(content)
+        narrow = narrow_xml(content)
         first = _first_start_tag(narrow)
         prolog = narrow if first < 0 else narrow[:first]
         if _ENTITY_DECL.search(prolog):
@@ -182,7 +182,7 @@ _WIDE_STARTS: tuple[tuple[bytes, str], ...] = (
 )
 
 
-def _as_ascii_compatible(content: bytes) -> bytes:
+def narrow_xml(content: bytes) -> bytes:
     """Return ``content`` re-encoded as UTF-8 when it is UTF-16 or UTF-32, else unchanged.
 
     The markup scanners below work on bytes and need ``<`` to be one byte.
@@ -201,7 +201,7 @@ def root_name(content: bytes) -> str | None:
     (internal subset included); returns ``None`` when no start tag is found.
     UTF-16 and UTF-32 documents are read too. Never raises on arbitrary bytes.
     """
-    content = _as_ascii_compatible(content)
+    content = narrow_xml(content)
     lt = _first_start_tag(content)
     if lt < 0:
         return None

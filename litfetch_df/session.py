@@ -33,6 +33,7 @@ from ._http import (
     redact_url,
     url_with_query,
 )
+from ._transfer import DEADLINE_PER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Bounds, send_bounded
 from .files import Blob, File, FileKind
 from .ids import ArticleIds
 from .metadata import Related, SourceMetadata
@@ -134,6 +135,15 @@ class _Shared:
     requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
     primed: dict[str, _Primed] = field(default_factory=dict)
+    # What one attempt may cost and where its redirects may go (see litfetch_df._transfer).
+    bounds: Bounds = field(default_factory=Bounds)
+
+
+class _Default:
+    """The type of a "not given" marker, where ``None`` is a meaningful value."""
+
+
+_DEFAULT = _Default()
 
 
 def _norm_params(params: Mapping[str, str | int] | None) -> list[tuple[str, str]]:
@@ -183,6 +193,13 @@ class Session:
     optional persistent response store (a path or a
     :class:`~litfetch_df.cache.ResponseCache`); ``offline=True`` answers only
     from it; ``refresh=True`` ignores stored entries but still records new ones.
+
+    Every attempt is bounded: ``deadline`` seconds for the whole of it, body
+    included (default ``4 * timeout``; ``None`` for none), and ``max_body_bytes``
+    of body (default 128 MiB; ``None`` for no cap). Followed redirects never go
+    from ``https`` to ``http`` nor from a public address to a non-public one,
+    unless ``allow_insecure_redirects`` / ``allow_private_redirects``. See
+    docs/adr/0010-request-bounds-and-redirects.md.
     """
 
     def __init__(
@@ -196,8 +213,18 @@ class Session:
         cache_ttl: float | None = None,
         offline: bool = False,
         refresh: bool = False,
+        deadline: float | _Default | None = _DEFAULT,
+        max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+        allow_private_redirects: bool = False,
+        allow_insecure_redirects: bool = False,
     ) -> None:
         install_log_redaction()
+        bounds = Bounds(
+            deadline=timeout * DEADLINE_PER_TIMEOUT if isinstance(deadline, _Default) else deadline,
+            max_body_bytes=max_body_bytes,
+            allow_private_redirects=allow_private_redirects,
+            allow_insecure_redirects=allow_insecure_redirects,
+        )
         store = _open_store(cache, cache_ttl)
         if offline and store is None:
             raise ValueError("offline=True needs a persistent cache (cache=<path>)")
@@ -210,6 +237,7 @@ class Session:
             offline=offline,
             refresh=refresh,
             owns_store=store is not None and store is not cache,
+            bounds=bounds,
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -306,6 +334,11 @@ class Session:
     def retry(self) -> RetryPolicy:
         """The retry policy of :meth:`get`."""
         return self._shared.retry
+
+    @property
+    def bounds(self) -> Bounds:
+        """What one attempt may cost (deadline, body size) and where its redirects may go."""
+        return self._shared.bounds
 
     @property
     def offline(self) -> bool:
@@ -559,13 +592,15 @@ class Session:
                     shared.requests_sent += 1
                     shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
                     log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
-                    response = await client.request(
+                    response = await send_bounded(
+                        client,
                         method,
                         url,
                         params=params,
                         headers=headers,
                         content=body,
                         follow_redirects=follow,
+                        bounds=shared.bounds,
                     )
                 finally:
                     if gate is not None:
