@@ -18,7 +18,6 @@ import litfetch_df.frame  # registers .lit
 from litfetch_df import PDF, File, FileKind, RetryPolicy, Session
 from litfetch_df._http import UpstreamUnavailable
 from litfetch_df._transfer import (
-    BodyTooLarge,
     Bounds,
     RedirectRefused,
     UnexpectedPayload,
@@ -189,7 +188,8 @@ def _redirecting(location: str, seen: list[str]) -> httpx.MockTransport:
 
 
 @pytest.mark.parametrize(
-    "location", ["http://127.0.0.1:8080/internal", "https://169.254.169.254/x", "http://pub2.example/x"]
+    "location",
+    ["http://127.0.0.1:8080/internal", "https://169.254.169.254/x", "http://pub2.example/x"],
 )
 async def test_refused_redirects_are_never_followed(location: str) -> None:
     seen: list[str] = []
