@@ -254,3 +254,49 @@ def test_a_session_opened_by_one_call_is_never_borrowed_by_another_loop() -> Non
         first.release.set()
         worker.join(10)
     assert not session.is_open
+
+
+# -- out_dir names across calls -----------------------------------------------------------------
+
+
+def test_out_dir_names_are_stable_across_reruns_and_force(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.conftest import mock_session
+
+    failing = {"a": True}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "a.example" and failing["a"]:
+            return httpx.Response(503)
+        return httpx.Response(200, content=f"from {request.url.host}\n".encode())
+
+    files = pd.DataFrame(
+        {
+            "pmcid": ["PMC1", "PMC1"],
+            "kind": ["supplementary", "supplementary"],
+            "source": ["unpaywall", "unpaywall"],
+            "media_type": ["text/csv", "text/csv"],
+            "filename": ["data.csv", "data.csv"],
+            "uri": ["https://a.example/data.csv", "https://b.example/data.csv"],
+        }
+    )
+    first = files.lit.fetch_files(out_dir=tmp_path, session=mock_session(handler), progress=False)
+    assert str(first["fetch_error"][0]).startswith("abandoned")
+    b_path = Path(first["path"][1])
+    assert b_path.read_text() == "from b.example\n"
+    assert b_path.name != "data.csv"  # the name in row order belongs to the first file
+
+    failing["a"] = False
+    again = first.lit.fetch_files(out_dir=tmp_path, session=mock_session(handler), progress=False)
+    a_path = Path(again["path"][0])
+    assert a_path.name == "data.csv" and a_path.read_text() == "from a.example\n"
+    assert Path(again["path"][1]) == b_path and b_path.read_text() == "from b.example\n"
+
+    forced = again.lit.fetch_files(
+        out_dir=tmp_path, session=mock_session(handler), progress=False, force=True
+    )
+    assert forced["path"].tolist() == again["path"].tolist()
+    assert sorted(p.name for p in (tmp_path / "PMC1").iterdir()) == sorted(
+        [a_path.name, b_path.name]
+    )
