@@ -300,3 +300,64 @@ def test_out_dir_names_are_stable_across_reruns_and_force(tmp_path: Path) -> Non
     assert sorted(p.name for p in (tmp_path / "PMC1").iterdir()) == sorted(
         [a_path.name, b_path.name]
     )
+
+
+class _FlakyBodies:
+    """Gives each article a body naming its DOI, asked of a host that fails for ``failing``."""
+
+    name = "flaky"
+    requires = frozenset({"pmcid"})
+
+    def __init__(self, failing: set[str]) -> None:
+        self.failing = failing
+
+    def session(self) -> Session:
+        import httpx
+
+        from tests.conftest import mock_session
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            doi = request.url.params["doi"]
+            if doi in self.failing:
+                return httpx.Response(503)
+            return httpx.Response(200, content=f"<article>{doi}</article>".encode())
+
+        return mock_session(handler)
+
+    async def fetch(
+        self, article_ids: ArticleIds, *, credentials: object = None, http: Http
+    ) -> Blob | None:
+        assert article_ids.doi is not None
+        response = await http.get("https://bodies.example/", params={"doi": article_ids.doi})
+        if response.status_code != 200:
+            return None
+        return Blob(File(FileKind.BODY, "flaky", JATS_XML), response.content)
+
+
+@pytest.mark.parametrize("method", ["fetch_bodies", "run"])
+def test_body_names_follow_row_order_not_completion(tmp_path: Path, method: str) -> None:
+    df = pd.DataFrame({"pmcid": ["PMC1", "PMC1"], "doi": ["10.1000/a", "10.1000/b"]})
+    fetcher = _FlakyBodies({"10.1000/a"})
+
+    def call(frame: pd.DataFrame, **kw: object) -> pd.DataFrame:
+        common: dict[str, object] = {
+            "fetchers": [fetcher],
+            "out_dir": tmp_path,
+            "session": fetcher.session(),
+            "progress": False,
+        }
+        if method == "run":
+            return frame.lit.run(steps=("bodies",), **common, **kw)  # type: ignore[arg-type]
+        return frame.lit.fetch_bodies(resolve=False, **common, **kw)  # type: ignore[arg-type]
+
+    first = call(df)
+    assert str(first["body_error"][0]).startswith("abandoned")
+    b_path = Path(first["body_path"][1])
+    assert b_path.name != "PMC1.xml" and b_path.name.startswith("PMC1-")
+    fetcher.failing.clear()
+    again = call(first)
+    assert Path(again["body_path"][0]).name == "PMC1.xml"
+    assert Path(again["body_path"][0]).read_bytes() == b"<article>10.1000/a</article>"
+    assert b_path.read_bytes() == b"<article>10.1000/b</article>"
+    forced = call(again, force=True)
+    assert forced["body_path"].tolist() == again["body_path"].tolist()

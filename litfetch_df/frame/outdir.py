@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -221,6 +221,12 @@ def remove_leftovers(root: Path) -> int:
     return removed
 
 
+def _identity(ids: ArticleIds) -> str:
+    """What names one article's body: its ids, the DOI case-folded as everywhere else."""
+    doi = doi_key(ids.doi) if ids.doi else None
+    return repr((ids.pmid, ids.pmcid, doi, ids.bookid))
+
+
 class OutDir:
     """One run's output directory: hands out safe, collision-free paths.
 
@@ -234,6 +240,9 @@ class OutDir:
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self._claimed: dict[Path, str] = {}
+        # Body stems by article identity, and the identity owning each stem.
+        self._stems: dict[str, str] = {}
+        self._stem_owner: dict[str, str] = {}
         # A run killed mid-write leaves its temporary files; the next run sweeps them.
         remove_leftovers(self.root)
 
@@ -253,11 +262,33 @@ class OutDir:
         self._claimed[path] = identity
         return path
 
+    def reserve_bodies(self, bundles: Iterable[ArticleIds]) -> None:
+        """Decide the body name of every bundle, in the order given (a frame's row order).
+
+        Called before any body is fetched, so that when two bundles share a stem
+        the first row keeps the plain name whichever body arrives first, and a
+        re-run of the same frame names every body as the first call did.
+        """
+        for ids in bundles:
+            if not ids.is_empty():
+                self._body_stem(ids)
+
+    def _body_stem(self, ids: ArticleIds) -> str:
+        identity = _identity(ids)
+        stem = self._stems.get(identity)
+        if stem is None:
+            stem = id_stem(ids)
+            if self._stem_owner.setdefault(stem, identity) != identity:
+                stem = f"{stem}-{_short_hash(identity)}"
+                self._stem_owner.setdefault(stem, identity)
+            self._stems[identity] = stem
+        return stem
+
     def body_path(self, ids: ArticleIds, media_type: str | None) -> Path:
         """Return the path for an article body: ``<id stem><extension>``."""
-        stem = id_stem(ids)
+        stem = self._body_stem(ids)
         name = safe_filename(stem + extension_for(media_type), fallback=stem)
-        return self._claim([name], repr(ids))
+        return self._claim([name], _identity(ids))
 
     def file_path(self, ids: ArticleIds, file: File) -> Path:
         """Return the path for a file-set member: ``<id stem>/<safe upstream filename>``."""

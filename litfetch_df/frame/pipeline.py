@@ -840,6 +840,8 @@ async def fetch_bodies(
             dict(ctx.options.credentials),
             OutDir(out_dir) if out_dir is not None else None,
         )
+        if step.out is not None:
+            step.out.reserve_bodies(plan.bundles)  # names in row order, not completion order
         return await _bundle_step(
             base,
             plan,
