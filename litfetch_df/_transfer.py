@@ -149,9 +149,13 @@ async def _attempt(
     except BaseException:
         await response.aclose()
         raise
-    if response.is_success:
+    if response.is_success and response.status_code not in _NO_CONTENT:
         check_payload(response, download=follow)
     return response
+
+
+# Statuses that carry no body by definition: nothing to check.
+_NO_CONTENT: Final = frozenset({204, 205})
 
 
 async def _read_capped(response: httpx.Response, cap: int | None) -> None:
@@ -276,7 +280,9 @@ def _kind_of(declared: str, content: bytes) -> str | None:
         return "html"
     if declared in {"application/xml", "text/xml"} or declared.endswith("+xml"):
         return "html" if content and root_name(content) == "html" else "xml"
-    if head.startswith(b"<?xml") or content.startswith((b"\xfe\xff", b"\xff\xfe")):
+    # Only the start is re-encoded (256 bytes: whole UTF-16 and UTF-32 code units), so a
+    # UTF-16 text file with a byte-order mark is not taken for XML.
+    if head.startswith(b"<?xml") or narrow_xml(content[:256]).lstrip().startswith(b"<?xml"):
         return "html" if root_name(content) == "html" else "xml"
     if head.startswith(b"%pdf-"):
         return "pdf"

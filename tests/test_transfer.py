@@ -398,3 +398,17 @@ def test_the_listing_memo_never_keeps_big_answers() -> None:
     small = b"<ListBucketResult><KeyCount>0</KeyCount></ListBucketResult>"
     assert _parse_listing(small) is _parse_listing(small)
     assert all(isinstance(k, bytes) and len(k) == 32 for k in _MEMO)  # digests, not bodies
+
+
+def test_no_content_and_bom_text_are_not_judged() -> None:
+    check_payload(_response("plain text, not XML".encode("utf-16"), "text/plain"))
+    with pytest.raises(UnexpectedPayload):
+        check_payload(_response('<?xml version="1.0"?><a><b>'.encode("utf-16"), None))
+
+
+async def test_a_204_is_not_checked() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(204, headers={"Content-Type": "application/json"})
+
+    async with mock_session(handler) as s:
+        assert (await s.get("https://api.example/x")).status_code == 204
