@@ -1,7 +1,8 @@
 """Hardened XML parsing for untrusted upstream bytes.
 
 No external entities, no DTD loading, no network, no entity expansion, no
-huge-tree mode. Every parse of upstream XML goes through :func:`parse_xml`.
+huge-tree mode (so libxml2 refuses nesting deeper than 256 levels). Every
+parse of upstream XML goes through :func:`parse_xml`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["XmlError", "local_name", "parse_xml", "root_name"]
+__all__ = ["XmlError", "local_name", "narrow_xml", "parse_xml", "root_name", "safe_root_name"]
 
 
 class XmlError(ValueError):
@@ -49,8 +50,9 @@ def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Ele
         # Entity declarations can only sit in the prolog (the DOCTYPE's internal
         # subset), however long a comment pads it: scan all of it, and no further,
         # so a body that merely mentions "<!ENTITY" in a CDATA section still parses.
-        first = _first_start_tag(content)
-        prolog = content if first < 0 else content[:first]
+        narrow = narrow_xml(content)
+        first = _first_start_tag(narrow)
+        prolog = narrow if first < 0 else narrow[:first]
         if _ENTITY_DECL.search(prolog):
             raise XmlError("document declares entities; refused")
     try:
@@ -68,6 +70,19 @@ def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Ele
         if dtd is not None and any(True for _ in dtd.iterentities()):
             raise XmlError("document declares entities; refused")
     return root
+
+
+def safe_root_name(content: bytes) -> str | None:
+    """Return the root's local name if ``content`` parses with :func:`parse_xml`, else ``None``.
+
+    For a rung that keeps the bytes without reading them: a document that declares
+    entities, nests deeper than the parser allows (256 levels), is malformed or is
+    truncated is never accepted as a body.
+    """
+    try:
+        return local_name(parse_xml(content))
+    except XmlError:
+        return None
 
 
 def local_name(element: etree._Element) -> str:
@@ -153,13 +168,40 @@ def _first_start_tag(content: bytes) -> int:
             return -1
 
 
+# How a document in a wide encoding begins: its byte-order mark, or (without one) how
+# "<?" or "<" is spelled in it (XML 1.0, Appendix F).
+_WIDE_STARTS: tuple[tuple[bytes, str], ...] = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\xfe\xff", "utf-16-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00<", "utf-16-be"),
+    (b"<\x00", "utf-16-le"),
+)
+
+
+def narrow_xml(content: bytes) -> bytes:
+    """Return ``content`` re-encoded as UTF-8 when it is UTF-16 or UTF-32, else unchanged.
+
+    The markup scanners below work on bytes and need ``<`` to be one byte.
+    """
+    for start, encoding in _WIDE_STARTS:
+        if content.startswith(start):
+            text = content.decode(encoding, "replace").lstrip("\ufeff")
+            return text.encode("utf-8", "replace")
+    return content
+
+
 def root_name(content: bytes) -> str | None:
     """Return the local name of the first start tag, reading no further than needed.
 
     Skips the XML declaration, processing instructions, comments and a DOCTYPE
     (internal subset included); returns ``None`` when no start tag is found.
-    Never raises on arbitrary bytes.
+    UTF-16 and UTF-32 documents are read too. Never raises on arbitrary bytes.
     """
+    content = narrow_xml(content)
     lt = _first_start_tag(content)
     if lt < 0:
         return None

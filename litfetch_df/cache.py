@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
 from ._http import get_logger, is_secret_header, redact_text, redact_url
@@ -167,7 +167,8 @@ class ResponseCache:
             self._path = given / FILE_NAME if given.is_dir() else given
         else:
             self._path = _resolve_path(given)
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._path.parent.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
+            _create_private(self._path)
         self._local = threading.local()
         self._conns = _Connections()
         # Connections are closed when the cache is garbage collected, from whichever thread.
@@ -406,8 +407,26 @@ def _resolve_path(path: Path) -> Path:
         return path / FILE_NAME
     if path.exists() or path.suffix.lower() in _FILE_SUFFIXES:
         return path
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
     return path / FILE_NAME
+
+
+# The cache holds the contact email, bodies and the request history: readable by its
+# owner only. A directory or file that already exists keeps the mode its owner gave it.
+_DIR_MODE: Final = 0o700
+_FILE_MODE: Final = 0o600
+
+
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists (SQLite then opens it as is).
+
+    SQLite gives its ``-wal`` and ``-shm`` files the mode of the database file.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
 
 
 def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:

@@ -168,6 +168,9 @@ _PMID_URL = re.compile(
 _PMID_PREFIX = re.compile(r"^(?:pmid|pubmed)\s*[:=]?\s*", re.IGNORECASE)
 _DIGITS = re.compile(r"^[0-9]+$")
 _FLOATISH = re.compile(r"^([0-9]+)\.0+$")
+# PMIDs are about 4 * 10**7 today and grow by about 1.5 * 10**6 a year, so nine digits
+# last for centuries; a longer number is a phone number, an ISBN or a mangled cell.
+_PMID_MAX_DIGITS: Final = 9
 
 
 def parse_pmid(value: object) -> str:
@@ -190,6 +193,8 @@ def parse_pmid(value: object) -> str:
     canonical = text.lstrip("0")
     if not canonical:
         raise ValueError(f"not a PMID (zero): {_show(value)}")
+    if len(canonical) > _PMID_MAX_DIGITS:
+        raise ValueError(f"not a PMID (more than {_PMID_MAX_DIGITS} digits): {_show(value)}")
     return canonical
 
 
@@ -269,6 +274,10 @@ def _parse_doi_text(value: str | bytes) -> str:
         stripped = urllib.parse.unquote(stripped).strip()
     if _CONTROL.search(stripped) or not _DOI_SHAPE.match(stripped):
         raise ValueError(f"not a DOI: {_show(value)}")
+    if any(seg in {".", "..", ""} for seg in stripped.split("/")[1:]):
+        # The sources put a DOI in a URL path, where such a segment would be folded
+        # away and name another resource: refused here, so no source ever sees one.
+        raise ValueError(f"not a DOI (a '.', '..' or empty path segment): {_show(value)}")
     return stripped
 
 
@@ -329,6 +338,6 @@ def parse_bookid(value: object) -> str:
     if not text.isascii():
         raise ValueError(f"not a Bookshelf id (NBK<digits>): {_show(value)}")
     m = _BOOKID.match(text)
-    if not m:
+    if not m or not m.group(1).strip("0"):
         raise ValueError(f"not a Bookshelf id (NBK<digits>): {_show(value)}")
     return f"NBK{m.group(1)}"

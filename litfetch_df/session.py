@@ -34,6 +34,14 @@ from ._http import (
     url_with_query,
 )
 from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
+from ._transfer import (
+    DEADLINE_PER_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    BodyTooLarge,
+    Bounds,
+    RedirectRefused,
+    send_bounded,
+)
 from .files import Blob, File, FileKind
 from .ids import ArticleIds
 from .metadata import Related, SourceMetadata
@@ -122,6 +130,15 @@ class _Shared:
     requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
     primed: dict[str, _Primed] = field(default_factory=dict)
+    # What one attempt may cost and where its redirects may go (see litfetch_df._transfer).
+    bounds: Bounds = field(default_factory=Bounds)
+
+
+class _Default:
+    """The type of a "not given" marker, where ``None`` is a meaningful value."""
+
+
+_DEFAULT = _Default()
 
 
 def _norm_params(params: Mapping[str, str | int] | None) -> list[tuple[str, str]]:
@@ -176,6 +193,13 @@ class Session:
     ``host_limits`` states what you know of a host's limit
     (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
     never pass. ``clock`` replaces the real clock (tests pass a virtual one).
+
+    Every attempt is bounded: ``deadline`` seconds for the whole of it, body
+    included (default ``4 * timeout``; ``None`` for none), and ``max_body_bytes``
+    of body (default 128 MiB; ``None`` for no cap). Followed redirects never go
+    from ``https`` to ``http`` nor from a public address to a non-public one,
+    unless ``allow_insecure_redirects`` / ``allow_private_redirects``. See
+    docs/adr/0010-request-bounds-and-redirects.md.
     """
 
     def __init__(
@@ -191,8 +215,18 @@ class Session:
         refresh: bool = False,
         host_limits: Mapping[str, HostLimit] | None = None,
         clock: Clock | None = None,
+        deadline: float | _Default | None = _DEFAULT,
+        max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+        allow_private_redirects: bool = False,
+        allow_insecure_redirects: bool = False,
     ) -> None:
         install_log_redaction()
+        bounds = Bounds(
+            deadline=timeout * DEADLINE_PER_TIMEOUT if isinstance(deadline, _Default) else deadline,
+            max_body_bytes=max_body_bytes,
+            allow_private_redirects=allow_private_redirects,
+            allow_insecure_redirects=allow_insecure_redirects,
+        )
         store = _open_store(cache, cache_ttl)
         if offline and store is None:
             raise ValueError("offline=True needs a persistent cache (cache=<path>)")
@@ -207,6 +241,7 @@ class Session:
             owns_store=store is not None and store is not cache,
             clock=clock if clock is not None else SystemClock(),
             host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
+            bounds=bounds,
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -303,6 +338,11 @@ class Session:
     def retry(self) -> RetryPolicy:
         """The retry policy of :meth:`get`."""
         return self._shared.retry
+
+    @property
+    def bounds(self) -> Bounds:
+        """What one attempt may cost (deadline, body size) and where its redirects may go."""
+        return self._shared.bounds
 
     @property
     def offline(self) -> bool:
@@ -567,13 +607,15 @@ class Session:
                 shared.requests_sent += 1
                 shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
                 log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
-                response = await client.request(
+                response = await send_bounded(
+                    client,
                     method,
                     url,
                     params=params,
                     headers=headers,
                     content=body,
                     follow_redirects=follow,
+                    bounds=shared.bounds,
                 )
             except httpx.TransportError as exc:
                 if last:
@@ -582,6 +624,9 @@ class Session:
                     )
                 else:
                     log.info("%s on %s %s; retrying", type(exc).__name__, method, shown)
+            except (BodyTooLarge, RedirectRefused) as exc:
+                # Their messages say why and never hold a URL or a key.
+                given_up = f"{type(exc).__name__}: {exc}"
             except httpx.RequestError as exc:
                 given_up = f"{type(exc).__name__} from {host}"
             finally:

@@ -67,9 +67,7 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _unknown_hosts_unpaced(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _unknown_hosts_unpaced(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Start hosts without a published limit unpaced, except in tests marked ``real_limits``.
 
     The fakes here impose no limit of their own unless a test sets one, and a

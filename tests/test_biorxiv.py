@@ -157,7 +157,6 @@ async def test_no_posts_found_anywhere_declines(fake: FakeUpstream, fake_session
     "answer",
     [
         FakeResponse(200, b'{"messages": [{"status": "ok"}], "collection": [{"jatsxml": '),
-        FakeResponse(200, b"<html><body>Cloudflare</body></html>", {"Content-Type": "text/html"}),
         json_response({"collection": [{"doi": PREPRINT, "jatsxml": ""}]}),
         json_response({"collection": [{"doi": PREPRINT, "jatsxml": "https://evil.example/x.xml"}]}),
         json_response({"collection": "nope"}),
@@ -175,6 +174,23 @@ async def test_malformed_answers_move_on_then_decline(
     )
     assert download.urls == []
     assert fake.count(API) == 2
+
+
+async def test_an_html_page_for_json_is_a_transient_failure(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    # Changed by issue 14 (it used to be a plain decline after one request): a 200 HTML
+    # page where JSON was asked for is retried, then given up with a reason, never kept.
+    page = FakeResponse(200, b"<html><body>Cloudflare</body></html>", {"Content-Type": "text/html"})
+    route_details(fake, biorxiv=page, medrxiv=page)
+    download = Downloads()
+    assert (
+        await BiorxivFetcher(download=download).fetch(ArticleIds(doi=PREPRINT), http=fake_session)
+        is None
+    )
+    assert download.urls == []
+    assert fake.count(API) == 6  # three attempts on each server
+    assert any("UnexpectedPayload" in f for f in fake_session.failures)
 
 
 async def test_retried_failure_then_hit(fake: FakeUpstream, fake_session: Session) -> None:

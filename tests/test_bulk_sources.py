@@ -617,7 +617,9 @@ def failing_s2_handler(poison: str, outcome: str) -> Callable[[httpx.Request], h
     return handler
 
 
-@pytest.mark.parametrize("outcome", ["503", "429", "drop"])
+# "html" (a 200 gateway page for a JSON request) moved here from the definitive errors
+# with issue 14: a 2xx that is not the payload asked for is a transient failure.
+@pytest.mark.parametrize("outcome", ["503", "429", "drop", "html"])
 async def test_s2_failed_chunk_abandons_exactly_its_indices(outcome: str) -> None:
     rows = [ArticleIds(doi=f"10.1000/x.{n}") for n in range(6)]
     rows += [ArticleIds(doi="10.1000/X.0"), ArticleIds(doi="10.1000/x.5")]
@@ -634,7 +636,7 @@ async def test_s2_failed_chunk_abandons_exactly_its_indices(outcome: str) -> Non
     assert failures  # the session also recorded why
 
 
-@pytest.mark.parametrize("outcome", ["400", "404", "html"])
+@pytest.mark.parametrize("outcome", ["400", "404"])
 async def test_s2_definitive_errors_are_not_abandoned(
     outcome: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -831,7 +833,6 @@ async def test_crossref_failed_chunk_is_abandoned_missing_doi_is_absent() -> Non
     "answer",
     [
         httpx.Response(400, json={"status": "failed", "message-type": "validation-failure"}),
-        httpx.Response(200, html="<html><body>Maintenance</body></html>"),
         httpx.Response(200, json={"status": "ok", "message": {"items": "nope"}}),
         httpx.Response(404, text="Resource not found."),
     ],
@@ -841,6 +842,19 @@ async def test_crossref_definitive_errors_are_not_abandoned(answer: httpx.Respon
     async with mock_session(lambda _request: answer) as session:
         result = await crossref_batch_files(rows, session)
     assert result == BulkResult((None, None))
+
+
+async def test_crossref_html_page_is_abandoned() -> None:
+    # Issue 14: a 200 maintenance page where JSON was asked for is retried and abandoned
+    # (it used to count as a definitive, empty answer).
+    def handler(_request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, html="<html><body>Maintenance</body></html>")
+
+    rows = [ArticleIds(doi="10.1000/a.1"), ArticleIds(doi="10.1000/a.2")]
+    async with mock_session(handler) as session:
+        result = await crossref_batch_files(rows, session)
+    assert result.values == (None, None)
+    assert result.abandoned == frozenset({0, 1})
 
 
 # -- Springer Meta ---------------------------------------------------------------------------

@@ -197,10 +197,12 @@ async def test_abstract_only_is_a_miss(fake: FakeUpstream, fake_session: Session
 def test_full_text_rule() -> None:
     assert is_full_text(FULL_TEXT)
     assert not is_full_text(ABSTRACT_ONLY)
-    three_paras = ABSTRACT_ONLY.replace(
-        b"</coredata>", b"</coredata>" + b"<ce:para>x</ce:para>" * 3
-    )
+    # The paragraphs declare their prefix: since issue 14 a body must parse to count.
+    para = b'<ce:para xmlns:ce="http://www.elsevier.com/xml/common/dtd">x</ce:para>'
+    three_paras = ABSTRACT_ONLY.replace(b"</coredata>", b"</coredata>" + para * 3)
     assert is_full_text(three_paras)
+    undeclared = ABSTRACT_ONLY.replace(b"</coredata>", b"</coredata>" + b"<ce:para>x</ce:para>" * 3)
+    assert not is_full_text(undeclared)  # not well-formed XML
     assert not is_full_text(b"<html><body><ce:sections/></body></html>")
     assert not is_full_text(b"")
 

@@ -86,22 +86,10 @@ async def test_fulltext_hit(fake: FakeUpstream, fake_session: Session) -> None:
         FakeResponse(200, b""),
         FakeResponse(200, b"   \n"),
         FakeResponse(403, b"Forbidden"),
-        FakeResponse(200, HTML_ERROR, {"Content-Type": "text/html"}),
         FakeResponse(200, b'{"errCode": 500, "errMsg": "oops"}'),
-        xml_response(JATS[:5000]),  # truncated
         xml_response(BITS),  # a well-formed document of the wrong kind
     ],
-    ids=[
-        "404",
-        "envelope",
-        "empty",
-        "blank",
-        "403",
-        "html-200",
-        "json-200",
-        "truncated",
-        "wrong-root",
-    ],
+    ids=["404", "envelope", "empty", "blank", "403", "json-200", "wrong-root"],
 )
 async def test_fulltext_misses_and_malformed_answers_decline(
     fake: FakeUpstream, fake_session: Session, response: FakeResponse
@@ -109,6 +97,22 @@ async def test_fulltext_misses_and_malformed_answers_decline(
     route_fulltext(fake, "PMC7000001", response)
     assert await EuropePmcFetcher().fetch(ArticleIds(pmcid="PMC7000001"), http=fake_session) is None
     assert fake.count(HOST) == 1
+
+
+@pytest.mark.parametrize(
+    "response",
+    [FakeResponse(200, HTML_ERROR, {"Content-Type": "text/html"}), xml_response(JATS[:5000])],
+    ids=["html-200", "truncated"],
+)
+async def test_fulltext_payloads_that_are_not_answers_are_transient(
+    fake: FakeUpstream, fake_session: Session, response: FakeResponse
+) -> None:
+    # Issue 14 moved these out of the declines above: an HTML page or a truncated body
+    # served with 200 is retried, then given up with a reason; never kept or cached.
+    route_fulltext(fake, "PMC7000001", response)
+    assert await EuropePmcFetcher().fetch(ArticleIds(pmcid="PMC7000001"), http=fake_session) is None
+    assert fake.count(HOST) == 3
+    assert any("UnexpectedPayload" in f for f in fake_session.failures)
 
 
 async def test_fulltext_retried_failure_then_success(

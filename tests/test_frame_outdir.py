@@ -237,12 +237,14 @@ def test_fetch_bodies_out_dir_with_hostile_dois(world: FakeUpstream, tmp_path: P
         session=session_for(world),
         progress=False,
     )
-    paths = [Path(p) for p in out["body_path"]]
+    # Since issue 14 a DOI with dot segments is invalid: reported, never fetched or written.
+    assert pd.isna(out["body_path"][0])
+    assert str(out["body_error"][0]).startswith("invalid doi:")
+    paths = [Path(p) for p in out["body_path"][1:]]
     for p in paths:
         assert p.parent == tmp_path.resolve()
-    assert paths[0].read_bytes() == dois[0].encode()
-    assert paths[3].read_bytes() == dois[3].encode()
+    assert paths[2].read_bytes() == dois[3].encode()
     # the same DOI in another case is one unit: fetched once, one file
-    assert paths[1] == paths[2]
-    assert paths[1].read_bytes() == dois[1].encode()
-    assert len(set(paths)) == 3
+    assert paths[0] == paths[1]
+    assert paths[0].read_bytes() == dois[1].encode()
+    assert len(set(paths)) == 2

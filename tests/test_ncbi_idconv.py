@@ -346,9 +346,14 @@ async def test_batch_transport_failure_abandons_and_non_json_does_not() -> None:
     assert out == batch and abandoned == {0, 2}
     assert s.failures  # the session recorded why
 
-    async with mock_session(lambda r: httpx.Response(200, text="<html/>")) as s:
+    async with mock_session(lambda r: httpx.Response(200, text="not JSON")) as s:
         out, abandoned = await NcbiIdConverterBatchResolver()(batch, s)
     assert out == batch and abandoned == set()
+
+    # Issue 14: an HTML page served with 200 is not an answer but a transient failure.
+    async with mock_session(lambda r: httpx.Response(200, text="<html/>")) as s:
+        out, abandoned = await NcbiIdConverterBatchResolver()(batch, s)
+    assert out == batch and abandoned == {0, 2}
 
 
 async def test_batch_over_the_fake_upstream(fake: FakeUpstream, fake_session: Any) -> None:

@@ -170,9 +170,9 @@ async def test_supplementary_filename_with_dot_dot_stays_data(
     assert last.path == "/PMC7000001.1/%2E%2E/%2E%2E/%2E%2E/etc/passwd.txt"
 
 
-async def test_path_shaped_doi_stays_a_query_value(
-    fake: FakeUpstream, fake_session: Session
-) -> None:
+async def test_path_shaped_doi_is_never_sent(fake: FakeUpstream, fake_session: Session) -> None:
+    # Changed by issue 14: a DOI with dot segments is invalid everywhere (it used to be
+    # sent to the query-based sources and skipped by the path-based ones).
     fake.route(SPRINGER, r"/openaccess/jats", FakeResponse(200, b"<response><records/></response>"))
     blob = await SpringerFetcher().fetch(
         ArticleIds(doi="10.1007/../../admin"),
@@ -180,9 +180,7 @@ async def test_path_shaped_doi_stays_a_query_value(
         http=fake_session,
     )
     assert blob is None
-    (req,) = fake.requests(SPRINGER)
-    assert req.path == "/openaccess/jats"
-    assert req.param("q") == "doi:10.1007/../../admin"
+    assert fake.requests(SPRINGER) == []
 
 
 @pytest.mark.parametrize("pmcid", ["PMC1/../admin", "PMC1?x=1", "PMC1#frag", "PMC1%2F..%2Fx"])

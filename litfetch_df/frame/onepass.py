@@ -333,6 +333,8 @@ async def _pass(
     parsed = _parse_ids(base, ctx)  # every step reads the same id columns: parse them once
     plans = {step: _step_plan(base, ctx, step, force, parsed) for step in steps}
     body_step = _Bodies(fetchers, credentials, OutDir(out_dir) if out_dir is not None else None)
+    if body_step.out is not None and "bodies" in plans:
+        body_step.out.reserve_bodies(plans["bodies"].plan.bundles)  # names in row order
     files_step = _Files(sources, kind, credentials)
     bodies, files = plans.get("bodies"), plans.get("files")
     licences, related = plans.get("licences"), plans.get("related")

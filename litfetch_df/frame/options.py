@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -64,6 +65,7 @@ DEFAULT_CONCURRENCY: Final = 32
 """Units of work in flight at once; per-host pacing is the session's job, not this bound's."""
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,6 +102,14 @@ class Options:
         object.__setattr__(self, "contact", contact or None)
         # A read-only copy: later edits to the caller's dict must not leak in.
         clean = {str(k): v for k, v in dict(self.credentials).items() if v not in (None, "")}
+        for name, value in clean.items():
+            if isinstance(value, str) and _CONTROL.search(value.strip()):
+                # A key with a newline becomes an illegal header whose error text (the
+                # value included) the HTTP stack logs; refuse it here, without echoing it.
+                raise ValueError(
+                    f"credential {name!r} contains a control character (a newline, a tab?); "
+                    "check how the key was pasted or read"
+                )
         object.__setattr__(self, "credentials", MappingProxyType(clean))
 
     def __repr__(self) -> str:

@@ -16,10 +16,11 @@ import hashlib
 import mimetypes
 import os
 import re
-import tempfile
+import secrets
 import unicodedata
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from ..files import ELSEVIER_XML, JATS_XML, PDF, File
 from ..ids import ArticleIds, doi_key
@@ -28,6 +29,8 @@ __all__ = [
     "OutDir",
     "extension_for",
     "id_stem",
+    "open_part",
+    "remove_leftovers",
     "safe_filename",
     "safe_join",
     "write_atomic",
@@ -158,18 +161,70 @@ def write_atomic(path: Path, data: bytes) -> None:
 
     The rename is atomic on one filesystem, so ``path`` holds either its old
     content or all of ``data``. Durability (fsync) is not forced: a crash may
-    lose a file but never leaves a truncated one under the final name.
+    lose a file but never leaves a truncated one under the final name. The file
+    is created with the usual ``0666`` less the umask, like any file the user writes.
+    """
+    with open_part(path) as (fh, _tmp):
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def open_part(path: Path) -> Iterator[tuple[BinaryIO, Path]]:
+    """Open a temporary ``.part`` file beside ``path``; on a clean exit move it to ``path``.
+
+    On any error (or an interrupt) the temporary file is removed and ``path`` is
+    left as it was. Use it to stream a download to disk without holding it whole.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".part", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}"
+    # os.open with 0o666, not mkstemp (always 0600): the umask decides, as for any file.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh, tmp
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+PART_SUFFIX: Final = ".part"
+
+
+def remove_leftovers(root: Path) -> int:
+    """Remove the hidden ``.part`` files a killed run left in ``root`` and its subdirectories.
+
+    Only this module's own temporary names (a leading dot, the ``.part`` suffix)
+    are touched, one level deep (where the writers put them). Returns how many
+    were removed. Two runs writing into one directory at the same time are not
+    supported: the second would remove the first one's files in progress.
+    """
+    removed = 0
+    try:
+        tops = list(os.scandir(root))
+    except OSError:
+        return 0
+    dirs = [root, *(Path(e.path) for e in tops if e.is_dir(follow_symlinks=False))]
+    for folder in dirs:
+        try:
+            entries = tops if folder == root else list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            ours = name.startswith(".") and name.endswith(PART_SUFFIX)
+            if ours and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
+def _identity(ids: ArticleIds) -> str:
+    """What names one article's body: its ids, the DOI case-folded as everywhere else."""
+    doi = doi_key(ids.doi) if ids.doi else None
+    return repr((ids.pmid, ids.pmcid, doi, ids.bookid))
 
 
 class OutDir:
@@ -185,6 +240,11 @@ class OutDir:
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self._claimed: dict[Path, str] = {}
+        # Body stems by article identity, and the identity owning each stem.
+        self._stems: dict[str, str] = {}
+        self._stem_owner: dict[str, str] = {}
+        # A run killed mid-write leaves its temporary files; the next run sweeps them.
+        remove_leftovers(self.root)
 
     def __repr__(self) -> str:
         return f"OutDir({str(self.root)!r})"
@@ -202,11 +262,33 @@ class OutDir:
         self._claimed[path] = identity
         return path
 
+    def reserve_bodies(self, bundles: Iterable[ArticleIds]) -> None:
+        """Decide the body name of every bundle, in the order given (a frame's row order).
+
+        Called before any body is fetched, so that when two bundles share a stem
+        the first row keeps the plain name whichever body arrives first, and a
+        re-run of the same frame names every body as the first call did.
+        """
+        for ids in bundles:
+            if not ids.is_empty():
+                self._body_stem(ids)
+
+    def _body_stem(self, ids: ArticleIds) -> str:
+        identity = _identity(ids)
+        stem = self._stems.get(identity)
+        if stem is None:
+            stem = id_stem(ids)
+            if self._stem_owner.setdefault(stem, identity) != identity:
+                stem = f"{stem}-{_short_hash(identity)}"
+                self._stem_owner.setdefault(stem, identity)
+            self._stems[identity] = stem
+        return stem
+
     def body_path(self, ids: ArticleIds, media_type: str | None) -> Path:
         """Return the path for an article body: ``<id stem><extension>``."""
-        stem = id_stem(ids)
+        stem = self._body_stem(ids)
         name = safe_filename(stem + extension_for(media_type), fallback=stem)
-        return self._claim([name], repr(ids))
+        return self._claim([name], _identity(ids))
 
     def file_path(self, ids: ArticleIds, file: File) -> Path:
         """Return the path for a file-set member: ``<id stem>/<safe upstream filename>``."""

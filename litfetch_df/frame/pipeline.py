@@ -32,7 +32,10 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import re
+import threading
 import warnings
+import weakref
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -276,13 +279,38 @@ def _split(config: CallOptions) -> tuple[Session | None, Options, dict[str, Hash
     return session, effective(**cfg), explicit
 
 
+# Unopened sessions a running call has opened for itself. A synchronous call runs on its
+# own event loop in its own thread; another such call given the same session at the same
+# time must not borrow it (its client belongs to the first call's loop) nor open it again.
+_OPENED_BY_CALLS: weakref.WeakSet[Session] = weakref.WeakSet()
+_OPENED_LOCK = threading.Lock()
+
+
 @contextlib.asynccontextmanager
 async def _context(config: CallOptions) -> AsyncIterator[_Ctx]:
     given, options, explicit = _split(config)
-    if given is not None and given.is_open:
-        yield _Ctx(given, options, explicit)
+    if given is not None:
+        with _OPENED_LOCK:
+            if given in _OPENED_BY_CALLS:
+                raise RuntimeError(
+                    "this Session is in use by another .lit call running at the same time "
+                    "(another thread?); give each thread its own Session, or open one with "
+                    "'async with' and make the calls from that event loop"
+                )
+            borrowed = given.is_open
+            if not borrowed:
+                _OPENED_BY_CALLS.add(given)
+        if borrowed:
+            yield _Ctx(given, options, explicit)
+            return
+        try:
+            async with given:
+                yield _Ctx(given, options, explicit)
+        finally:
+            with _OPENED_LOCK:
+                _OPENED_BY_CALLS.discard(given)
         return
-    session = given or Session(
+    session = Session(
         contact=options.contact,
         cache=options.cache,
         offline=options.offline,
@@ -364,12 +392,37 @@ def _plan(
         if not ids.is_empty() and (not rerun or is_abandoned(previous[i]))
     )
     unresolved: tuple[str | None, ...] = ()
+    errors = parsed.errors
     if error_column != "resolve_error" and "resolve_error" in frame.columns:
+        resolve_errors = _previous(frame, "resolve_error")
         unresolved = tuple(
-            e if isinstance(e, str) and is_abandoned(e) else None
-            for e in _previous(frame, "resolve_error")
+            e if isinstance(e, str) and is_abandoned(e) else None for e in resolve_errors
         )
-    return _Plan(parsed.bundles, parsed.errors, todo, rerun, unresolved)
+        # The resolved columns hold only the valid ids, so the invalid ones the resolve
+        # step reported would vanish from this step's column: carry them over.
+        errors = tuple(
+            _with_invalid(own, _invalid_part(e))
+            for own, e in zip(errors, resolve_errors, strict=True)
+        )
+    return _Plan(parsed.bundles, errors, todo, rerun, unresolved)
+
+
+# The resolve step writes a row's parse errors first, then its outcome's error.
+_INVALID_PREFIX: Final = re.compile(r"^(invalid .*?)(?:; (?:abandoned|error)\b.*)?$", re.DOTALL)
+
+
+def _invalid_part(error: object) -> str | None:
+    """The ``invalid <kind>: …`` part of a ``resolve_error`` cell, if any."""
+    if not isinstance(error, str):
+        return None
+    m = _INVALID_PREFIX.match(error)
+    return m.group(1) if m else None
+
+
+def _with_invalid(own: str | None, invalid: str | None) -> str | None:
+    if invalid is None or (own is not None and invalid in own):
+        return own
+    return _join(invalid, own)
 
 
 def _parse_ids(frame: pd.DataFrame, ctx: _Ctx) -> ParsedIds:
@@ -787,6 +840,8 @@ async def fetch_bodies(
             dict(ctx.options.credentials),
             OutDir(out_dir) if out_dir is not None else None,
         )
+        if step.out is not None:
+            step.out.reserve_bodies(plan.bundles)  # names in row order, not completion order
         return await _bundle_step(
             base,
             plan,
@@ -1217,23 +1272,30 @@ async def fetch_files(
         # Scholar both know): it is downloaded once, through the first, and shared.
         same_url: dict[tuple[ArticleIds, str], File] = {}
         for i, record in enumerate(records):
-            if rerun and not is_abandoned(previous[i]):
-                continue
+            # Every row, done or not, claims its file's name in row order, so a name is
+            # decided by the listing, not by which download finished first, and a re-run
+            # or force=True names every file as the first call did.
+            wanted = not rerun or is_abandoned(previous[i])
             try:
                 file = _file_of_row({str(k): v for k, v in record.items()})
                 article = ArticleIds(
                     **{k: (str(ids[k][i]) if ids[k][i] is not None else None) for k in CANONICAL}
                 )
             except (ValueError, TypeError) as exc:
-                parse_errors[i] = f"invalid file: {_short(str(exc), 80)}"
-                todo.append(i)
+                if wanted:
+                    parse_errors[i] = f"invalid file: {_short(str(exc), 80)}"
+                    todo.append(i)
                 continue
-            todo.append(i)
             if file.uri is not None:
                 file = same_url.setdefault((bundle_key(article), file.uri), file)
+            owner.setdefault(file, article)
+            with contextlib.suppress(ValueError):  # an unwritable name fails in work()
+                out.file_path(owner[file], file)
+            if not wanted:
+                continue
+            todo.append(i)
             row_key[i] = file
             counts[file] = counts.get(file, 0) + 1
-            owner.setdefault(file, article)
 
         async def work(http: Session, file: File) -> tuple[str, int] | None:
             blob = await http.fetch_file(file, sources=sources, credentials=credentials)

@@ -32,6 +32,8 @@ from ..session import NotInCache
 
 __all__ = [
     "GetRequest",
+    "UnexpectedFileType",
+    "content_mismatch",
     "download_file",
     "failure_level",
     "fetch_json_object",
@@ -171,8 +173,16 @@ def usable_text(value: object) -> str | None:
 
 
 def usable_credential(credentials: Mapping[str, object] | None, key: str) -> str | None:
-    """Return ``credentials[key]`` stripped, or ``None`` unless it is a non-blank string."""
-    return usable_text(credentials.get(key)) if credentials else None
+    """Return ``credentials[key]`` stripped, or ``None`` unless it is a non-blank string.
+
+    A key holding a control character is unusable too (logged by name only): sent as a
+    header it would be refused by the HTTP stack with an error that quotes it.
+    """
+    value = usable_text(credentials.get(key)) if credentials else None
+    if value is not None and any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        log.warning("credential %r contains a control character; not used", key)
+        return None
+    return value
 
 
 def parsed_or_none(parser: Callable[[object], str], value: object) -> str | None:
@@ -224,7 +234,9 @@ async def download_file(http: Http, file: File) -> Blob | None:
 
     Returns ``None`` when the file has no usable URL (no request is made), on
     any final status other than 200, and on a failure (logged at
-    :func:`failure_level`). The Blob carries the very ``file`` it was asked for.
+    :func:`failure_level`). Raises :class:`UnexpectedFileType` when the answer
+    is not the type the file was listed as (see :func:`content_mismatch`). The
+    Blob carries the very ``file`` it was asked for.
     """
     if file.uri is None or not is_web_url(file.uri):
         return None
@@ -237,4 +249,36 @@ async def download_file(http: Http, file: File) -> Blob | None:
         # A refused download (no entitlement, a moved copy) is an everyday answer.
         log.info("%s gave HTTP %d", shown, response.status_code)
         return None
+    problem = content_mismatch(file.media_type, response.content)
+    if problem is not None:
+        raise UnexpectedFileType(f"listed as {file.media_type}, but {problem}")
     return Blob(file=file, content=response.content)
+
+
+class UnexpectedFileType(ValueError):
+    """A download is not the type its file was listed as (a login page for a PDF, say).
+
+    Raised rather than declined: the same link gives the same page again, and the
+    row must say why it has no file. The message names types only, never the URL.
+    """
+
+
+_PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def content_mismatch(media_type: str | None, content: bytes) -> str | None:
+    """Say how ``content`` is not of the listed ``media_type``, or ``None`` when it may be.
+
+    A PDF must start (within its first KiB) with ``%PDF-``; a file listed as
+    anything but HTML must not be an HTML page. An unlisted type passes.
+    """
+    listed = (media_type or "").split(";", 1)[0].strip().lower()
+    if not listed or listed in _HTML_TYPES:
+        return None
+    head = content[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if head.startswith((b"<!doctype html", b"<html")):
+        return "the answer is an HTML page"
+    if listed in _PDF_TYPES and b"%PDF-" not in content[:1024]:
+        return "the answer does not start like a PDF"
+    return None

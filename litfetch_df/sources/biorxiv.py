@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger, redact_url
-from .._xml import root_name
+from .._xml import root_name, safe_root_name
 from ..files import JATS_XML, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path, is_preprint_doi, parse_doi
 from ._common import fetch_json_object, web_url
@@ -206,7 +206,7 @@ class BiorxivFetcher:
             except Exception as exc:  # a third-party client: any failure is a decline
                 log.warning("bioRxiv JATS %s failed: %s", redact_url(url), type(exc).__name__)
                 return None
-            if not content or root_name(content) != "article":
+            if not content or root_name(content) != "article" or safe_root_name(content) is None:
                 log.info("bioRxiv JATS %s is not a JATS article", redact_url(url))
                 return None
             file = File(kind=FileKind.BODY, source=_NAME, media_type=JATS_XML, uri=url)

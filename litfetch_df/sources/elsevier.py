@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger, redact_url
-from .._xml import root_name
+from .._xml import root_name, safe_root_name
 from ..files import ELSEVIER_XML, Blob, File, FileKind
 from ..ids import ArticleIds
 from ._common import fetch_ok, usable_credential, web_url
@@ -71,6 +71,9 @@ def is_full_text(content: bytes) -> bool:
     non-entitled network gets for a subscription article) has neither.
     """
     if root_name(content) != _ROOT:
+        return False
+    # Kept as bytes, so it must parse safely here: no entity declarations, no absurd nesting.
+    if safe_root_name(content) != _ROOT:
         return False
     return b"<ce:sections" in content or content.count(b"<ce:para") >= 3
 

@@ -21,8 +21,10 @@ only that version's folder.
 
 from __future__ import annotations
 
-import functools
+import collections
+import hashlib
 import re
+import threading
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -273,13 +275,37 @@ async def _list_all(http: Http, params: Mapping[str, str]) -> list[_Listing] | N
     return pages
 
 
-@functools.lru_cache(maxsize=512)
 def _parse_listing(content: bytes) -> _Listing | None:
     """Parse a ListObjectsV2 answer; ``None`` when it is not one (or not XML at all).
 
-    Memoised on the bytes (the result is immutable): the body step and the
-    file-set step read the same listing of an article.
+    Memoised on a digest of the bytes, never on the bytes themselves, and only
+    for listings of an ordinary size (the result is immutable): the body step
+    and the file-set step read the same listing of an article.
     """
+    if len(content) > _MEMO_MAX_BYTES:
+        return _parse_listing_now(content)
+    digest = hashlib.sha256(content).digest()
+    with _MEMO_LOCK:
+        if digest in _MEMO:
+            _MEMO.move_to_end(digest)
+            return _MEMO[digest]
+    parsed = _parse_listing_now(content)
+    with _MEMO_LOCK:
+        _MEMO[digest] = parsed
+        while len(_MEMO) > _MEMO_ENTRIES:
+            _MEMO.popitem(last=False)
+    return parsed
+
+
+# An article's listing is a few KiB; a bigger one is parsed each time rather than kept,
+# so the memo holds at most _MEMO_ENTRIES small parsed listings and never the bytes.
+_MEMO_MAX_BYTES: Final = 256 * 1024
+_MEMO_ENTRIES: Final = 512
+_MEMO: collections.OrderedDict[bytes, _Listing | None] = collections.OrderedDict()
+_MEMO_LOCK = threading.Lock()  # the sync bridge runs calls in threads of their own
+
+
+def _parse_listing_now(content: bytes) -> _Listing | None:
     try:
         root = parse_xml(content)
     except XmlError:
