@@ -46,8 +46,9 @@ def artifact(licence: str | None, access: str | None = None) -> SourceMetadata:
             artifact("http://creativecommons.org/licenses/by/2.0", "open-access"),
         ),
         (
+            # Access stated only in custom-meta pmc-prop-open-access (issue 15).
             "PMC13250820_ali-license-ref_supplementary.xml",
-            artifact("https://creativecommons.org/licenses/by/4.0/"),
+            artifact("https://creativecommons.org/licenses/by/4.0/", "open-access"),
         ),
         (
             # Stated only in prose: the CC URL written in the text is reported.
@@ -55,8 +56,9 @@ def artifact(licence: str | None, access: str | None = None) -> SourceMetadata:
             artifact("http://creativecommons.org/licenses/by/4.0/", "open-access"),
         ),
         (
+            # Access stated only by PMC's <?properties open_access?> marker (issue 15).
             "PMC2599765_ehp-116-1694_public-domain.nxml",
-            artifact("http://creativecommons.org/publicdomain/mark/1.0/"),
+            artifact("http://creativecommons.org/publicdomain/mark/1.0/", "open-access"),
         ),
     ],
     ids=["href", "ali", "prose", "public-domain"],
