@@ -17,12 +17,23 @@ class SourceMetadata:
 
     ``licence`` is raw (a CC URL, a JATS license-type or licence text);
     ``access`` is raw (``'open-access'``, an Unpaywall ``oa_status``);
-    ``basis`` is ``'artifact'`` (read from the bytes) or ``'unpaywall'`` (asserted).
+    ``basis`` is ``'artifact'`` (read from the bytes) or ``'unpaywall'`` (asserted):
+    where ``licence`` came from, or ``access`` when no licence is known.
+    ``access_basis`` is set only when ``access`` came from somewhere else than
+    ``basis`` (the bytes state a licence, Unpaywall the open-access status).
     """
 
     licence: str | None = None
     access: str | None = None
     basis: str | None = None
+    access_basis: str | None = None
+
+    @property
+    def access_from(self) -> str | None:
+        """Where ``access`` came from: ``access_basis``, else ``basis``; ``None`` without access."""
+        if self.access is None:
+            return None
+        return self.access_basis or self.basis
 
     def is_empty(self) -> bool:
         """Return whether neither a licence nor an access status is known."""

@@ -94,8 +94,13 @@ def file_from_dict(data: Mapping[str, Any]) -> File:
 
 
 def source_metadata_to_dict(meta: SourceMetadata) -> dict[str, str | None]:
-    """Return ``meta`` as a dict of its three raw fields."""
-    return {"licence": meta.licence, "access": meta.access, "basis": meta.basis}
+    """Return ``meta`` as a dict of its raw fields."""
+    return {
+        "licence": meta.licence,
+        "access": meta.access,
+        "basis": meta.basis,
+        "access_basis": meta.access_basis,
+    }
 
 
 def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
@@ -105,6 +110,7 @@ def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
         licence=_opt_str(data, "licence"),
         access=_opt_str(data, "access"),
         basis=_opt_str(data, "basis"),
+        access_basis=_opt_str(data, "access_basis"),
     )
 
 

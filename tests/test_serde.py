@@ -114,3 +114,10 @@ def test_missing_optional_keys_read_as_none() -> None:
 def test_malformed_dicts_raise_value_error(func: Any, data: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         func(data)
+
+
+def test_source_metadata_round_trip_keeps_the_access_basis() -> None:
+    meta = SourceMetadata("CC BY", "gold", basis="artifact", access_basis="unpaywall")
+    d = serde.source_metadata_to_dict(meta)
+    assert d["access_basis"] == "unpaywall"
+    assert serde.source_metadata_from_dict(_via_json(d)) == meta
