@@ -995,8 +995,12 @@ class _Files:
     def services(self) -> frozenset[bulk.Service]:
         """The bulk lookups that answer this step's per-article requests in advance."""
         # They answer the per-article requests of the sources that have a bulk form, so
-        # the per-bundle work only asks the others.
-        return bulk.for_file_sources(self.sources)
+        # the per-bundle work only asks the others; a source not asked for this kind
+        # is not primed either.
+        from ..operations.fileset import sources_for_kind
+
+        chosen = self.sources if self.sources is not None else ()
+        return bulk.for_file_sources(sources_for_kind(chosen, self.kind))
 
 
 def _files_cells(found: tuple[File, ...]) -> dict[str, object]:

@@ -187,6 +187,7 @@ class CrossrefFileSource:
     """
 
     name: str = _NAME
+    kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
 
     def __repr__(self) -> str:
         return "CrossrefFileSource()"

@@ -23,6 +23,7 @@ from ._common import (
     usable_credential,
     usable_text,
 )
+from .landing import is_landing_page
 
 __all__ = [
     "S2_PAPER_URL",
@@ -112,11 +113,15 @@ def s2_pdf_files(record: Mapping[str, Any]) -> tuple[File, ...]:
     """Return the record's ``openAccessPdf.url`` as a BODY ``application/pdf`` File (at most one).
 
     ``openAccessPdf`` missing or ``null``, or a ``url`` that is empty or not
-    http(s), gives ``()``.
+    http(s), gives ``()``; so does a DOI-resolver or landing-page URL (S2
+    gives ``https://doi.org/<doi>`` for some articles), which is no PDF.
     """
     pdf = record.get("openAccessPdf")
     url = pdf.get("url") if isinstance(pdf, dict) else None
     if not is_web_url(url):
+        return ()
+    if is_landing_page(str(url)):
+        log.debug("semantic_scholar: openAccessPdf.url is a landing page, not a PDF; not listed")
         return ()
     return (File(kind=FileKind.BODY, source=_NAME, media_type=PDF, uri=str(url).strip()),)
 
@@ -146,6 +151,7 @@ class SemanticScholarFileSource:
     """
 
     name: str = _NAME
+    kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
 
     def __repr__(self) -> str:
         return "SemanticScholarFileSource()"
