@@ -319,3 +319,14 @@ def test_elsevier_terms_are_read_from_coredata_only() -> None:
 def test_jats_media_type_with_nothing_to_say_is_empty() -> None:
     blob = Blob(File(FileKind.BODY, "t", JATS_XML), b"<article><front/><body/></article>")
     assert licence_evidence(blob).is_empty()
+
+
+def test_front_matter_answers_equal_whole_parse_answers_on_the_synthetic_corpus() -> None:
+    # JATS of every licence style, BITS book parts and Elsevier answers from the fake world.
+    from benchmarks.frontmatter import _bodies, _whole_parse_evidence
+
+    blobs = _bodies(300, 11)
+    assert {b.file.media_type for b in blobs} == {JATS_XML, ELSEVIER_XML}
+    differ = [b for b in blobs if licence_evidence(b) != _whole_parse_evidence(b)]
+    assert differ == []
+    assert sum(1 for b in blobs if licence_evidence(b).licence) > len(blobs) // 2

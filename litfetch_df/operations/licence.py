@@ -130,8 +130,8 @@ def _licence_scopes(root: etree._Element, *, whole: bool) -> LicenceEvidence:
     # Elsewhere, the first <license> that states anything speaks alone: a
     # figure's licence is not merged with a sub-article's.
     tried = set(preferred)
-    for lic in root.iter():
-        if local_name(lic) == "license" and lic not in tried:
+    for lic in root.iter("{*}license"):
+        if lic not in tried:
             evidence = license_evidence([lic])
             if not evidence.is_empty():
                 return evidence
@@ -189,12 +189,10 @@ def _path(root: etree._Element, *names: str) -> list[etree._Element]:
     """Follow ``names`` from ``root`` through direct children only; every match at each step."""
     level = [root]
     for name in names:
-        level = [child for el in level for child in el if local_name(child) == name]
+        level = [child for el in level for child in el.iterchildren("{*}" + name)]
     return level
 
 
 def _children(parents: list[etree._Element], name: str) -> Iterator[etree._Element]:
     for parent in parents:
-        for child in parent:
-            if local_name(child) == name:
-                yield child
+        yield from parent.iterchildren("{*}" + name)

@@ -28,8 +28,6 @@ from typing import Final
 
 from lxml import etree
 
-from .._xml import local_name
-
 __all__ = [
     "OPEN_ACCESS",
     "LicenceClue",
@@ -170,7 +168,8 @@ def license_evidence(licences: Sequence[etree._Element]) -> LicenceEvidence:
     texts: list[str] = []
     access: str | None = None
     for lic in licences:
-        paragraphs = [p for p in lic.iter() if local_name(p) == "license-p"]
+        # "{*}name": the element in any namespace or none, matched inside lxml.
+        paragraphs = list(lic.iter("{*}license-p"))
         text = collapse(" ".join(element_text(el) for el in (paragraphs or [lic])))
         license_type = collapse(lic.get("license-type"))
         if license_type and access is None and "open" in license_type.lower():
@@ -214,7 +213,7 @@ def _href(element: etree._Element) -> str | None:
 
 
 def _ali_refs(lic: etree._Element) -> list[str]:
-    refs = [(ref, collapse(element_text(ref))) for ref in lic if local_name(ref) == "license_ref"]
+    refs = [(ref, collapse(element_text(ref))) for ref in lic.iterchildren("{*}license_ref")]
     first = [text for ref, text in refs if text and ref.get("specific-use") in (None, "vor")]
     rest = [text for ref, text in refs if text and ref.get("specific-use") not in (None, "vor")]
     return first + rest
@@ -224,9 +223,7 @@ def _links(paragraphs: list[etree._Element]) -> list[str]:
     """The URL of every ``ext-link`` and ``uri`` in the paragraphs: its href, else its text."""
     urls: list[str] = []
     for p in paragraphs:
-        for link in p.iter():
-            if local_name(link) not in {"ext-link", "uri"}:
-                continue
+        for link in p.iter("{*}ext-link", "{*}uri"):
             url = _href(link) or collapse(element_text(link))
             if url:
                 urls.append(url)
