@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from typing import NamedTuple
 
 from .ids import ArticleIds
 
-__all__ = ["Related", "RelationType", "SourceMetadata"]
+__all__ = ["Related", "RelationType", "SourceMetadata", "is_open_licence_url"]
+
+_OPEN_URL = re.compile(
+    r"^https?://(?:www\.)?creativecommons\.org/(?:licen[cs]es|publicdomain)/", re.IGNORECASE
+)
+
+
+def is_open_licence_url(value: str) -> bool:
+    """Return whether ``value`` is a Creative Commons licence or public-domain tool URL."""
+    return _OPEN_URL.match(value.strip()) is not None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ from typing import Final
 
 from lxml import etree
 
+from ..metadata import is_open_licence_url
+
 __all__ = [
     "OPEN_ACCESS",
     "LicenceClue",
@@ -51,9 +53,6 @@ LICENSE_TYPE: Final = "license-type"
 TEXT: Final = "license-p"
 _URL_PLACES: Final = frozenset({HREF, ALI, LINK, PROSE_URL})
 
-_OPEN_URL = re.compile(
-    r"^https?://(?:www\.)?creativecommons\.org/(?:licen[cs]es|publicdomain)/", re.IGNORECASE
-)
 # A CC URL in prose ends at whitespace, a quote, a bracket or list punctuation;
 # a trailing full stop belongs to the sentence, not the URL.
 _CC_URL = re.compile(r"https?://(?:www\.)?creativecommons\.org/[^\s<>\"'(),;\]]*", re.IGNORECASE)
@@ -101,11 +100,6 @@ class LicenceEvidence:
     def is_empty(self) -> bool:
         """Return whether neither a licence nor an access status is stated."""
         return not self.clues and self.access is None
-
-
-def is_open_licence_url(value: str) -> bool:
-    """Return whether ``value`` is a Creative Commons licence or public-domain tool URL."""
-    return _OPEN_URL.match(value.strip()) is not None
 
 
 def _tier(clue: LicenceClue) -> int:

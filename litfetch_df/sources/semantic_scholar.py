@@ -14,6 +14,7 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
+from ..metadata import SourceMetadata
 from ._common import (
     GetRequest,
     download_file,
@@ -30,6 +31,7 @@ __all__ = [
     "SemanticScholarFileSource",
     "SemanticScholarResolver",
     "fetch_s2_paper",
+    "s2_access",
     "s2_article_ids",
     "s2_paper_id",
     "s2_paper_request",
@@ -211,3 +213,21 @@ class SemanticScholarResolver:
         if record is None:
             return article_ids
         return article_ids.merge(s2_article_ids(record))
+
+
+def s2_access(record: Mapping[str, Any]) -> SourceMetadata:
+    """Return the access terms of an S2 paper record, ``basis='semantic_scholar'``.
+
+    ``licence`` is ``openAccessPdf.license`` and ``access`` ``openAccessPdf.status``,
+    both raw (``"CCBY"``, ``"HYBRID"``); a record with neither gives an empty
+    :class:`SourceMetadata`. The status holds even when the PDF URL is a
+    landing page.
+    """
+    pdf = record.get("openAccessPdf")
+    if not isinstance(pdf, dict):
+        return SourceMetadata()
+    licence = usable_text(pdf.get("license"))
+    access = usable_text(pdf.get("status"))
+    if licence is None and access is None:
+        return SourceMetadata()
+    return SourceMetadata(licence=licence, access=access, basis="semantic_scholar")
