@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from litfetch_df import ELSEVIER_XML, JATS_XML, Blob, File, FileKind, SourceMetadata
 from litfetch_df._xml import parse_xml
@@ -150,6 +152,7 @@ def test_pmc_properties_marker_states_access_alone() -> None:
             "public domain",
         ),
         ("This article is distributed under a Creative Commons licence.", None),
+        ("© 2020 Example Press. This work is not in the public domain.", None),
         ("All rights reserved. Version 2.0 of the agreement.", None),
     ],
 )
@@ -330,3 +333,26 @@ def test_front_matter_answers_equal_whole_parse_answers_on_the_synthetic_corpus(
     differ = [b for b in blobs if licence_evidence(b) != _whole_parse_evidence(b)]
     assert differ == []
     assert sum(1 for b in blobs if licence_evidence(b).licence) > len(blobs) // 2
+
+
+_PLACES = st.sampled_from(
+    [
+        "xlink:href",
+        "ali:license_ref",
+        "license-p link",
+        "license-p url",
+        "license-p name",
+        "license-type",
+        "license-p",
+    ]
+)
+_OTHER = st.builds(LicenceClue, st.text(min_size=1, max_size=30), _PLACES)
+
+
+@given(others=st.lists(_OTHER, max_size=6), at=st.integers(min_value=0, max_value=6))
+def test_an_open_licence_url_wins_wherever_it_stands(others: list[LicenceClue], at: int) -> None:
+    cc = LicenceClue("https://creativecommons.org/licenses/by-nd/4.0/", "ali:license_ref")
+    clues = [*others[:at], cc, *others[at:]]
+    ranked = rank_licence_clues(clues)
+    assert ranked[0] == cc or is_open_licence_url(ranked[0].value)
+    assert set(ranked) == set(clues)  # nothing lost, repeats dropped

@@ -84,3 +84,18 @@ def test_openalex_open_access() -> None:
     xgen = recorded("openalex_work_doi_10.1016_j.xgen.2025.100814.json")
     assert openalex_access(xgen) == SourceMetadata("cc-by", "gold", "openalex")
     assert openalex_access({"open_access": {"oa_status": " "}}) == SourceMetadata()
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"),
+    [
+        ("true", SourceMetadata(access="open-access", basis="springer")),
+        ("false", SourceMetadata(access="closed", basis="springer")),
+        (True, SourceMetadata()),  # the API sends strings; anything else states nothing
+        (None, SourceMetadata()),
+    ],
+)
+def test_springer_meta_openaccess_flag(flag: object, expected: SourceMetadata) -> None:
+    from litfetch_df.sources.springer import springer_meta_access
+
+    assert springer_meta_access({"doi": "10.1007/x", "openaccess": flag}) == expected

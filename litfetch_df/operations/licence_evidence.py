@@ -63,7 +63,8 @@ _NAME = re.compile(
     r"|(?P<cc>Creative\s+Commons\s+(?:\(CC\)\s+)?Attribution"
     r"(?P<terms>(?:[\s-]*(?:Non[\s-]?Commercial|No[\s-]?Deriv(?:ative)?s?|Share[\s-]?Alike))*))"
     r"|(?P<short>\bCC[\s-]BY(?P<short_terms>(?:[\s-](?:NC|ND|SA)\b)*))"
-    r"|(?P<pd>\bpublic\s+domain\b)",
+    # "not in the public domain" names no licence.
+    r"|(?P<pd>(?<!not in the )(?<!not )\bpublic\s+domain\b)",
     re.IGNORECASE,
 )
 # A version belongs to the name when it follows within a few words, in the same sentence.
