@@ -356,3 +356,20 @@ def test_an_open_licence_url_wins_wherever_it_stands(others: list[LicenceClue], 
     ranked = rank_licence_clues(clues)
     assert ranked[0] == cc or is_open_licence_url(ranked[0].value)
     assert set(ranked) == set(clues)  # nothing lost, repeats dropped
+
+
+def test_an_access_statement_alone_in_the_front_does_not_hide_a_later_licence() -> None:
+    body = (
+        f"<article {XLINK}><front><article-meta><permissions/><custom-meta-group><custom-meta>"
+        "<meta-name>pmc-prop-open-access</meta-name><meta-value>yes</meta-value></custom-meta>"
+        "</custom-meta-group></article-meta></front><body><sec><permissions><license "
+        'xlink:href="https://creativecommons.org/licenses/by/3.0/"/></permissions></sec></body>'
+        "</article>"
+    ).encode()
+    whole = licence_module._jats_evidence(parse_xml(body))
+    got = licence_evidence(jats(body))
+    assert got == whole
+    assert (got.licence, got.access) == (
+        "https://creativecommons.org/licenses/by/3.0/",
+        "open-access",
+    )

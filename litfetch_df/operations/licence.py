@@ -83,9 +83,11 @@ def licence_evidence(blob: Blob) -> LicenceEvidence:
     try:
         front = read_front_matter(blob.content)
         evidence = read(front.root, whole=front.complete)
-        if not evidence.is_empty() or front.complete:
+        # Elsevier terms live in <coredata> only, which the front matter holds whole.
+        if evidence.clues or front.complete or media_type == ELSEVIER_XML:
             return evidence
-        # Nothing in the front matter: a licence may still sit further on.
+        # No licence in the front matter: one may still sit further on (an access
+        # statement alone does not settle it).
         return read(parse_xml(blob.content), whole=True)
     except XmlError:
         return LicenceEvidence()
