@@ -117,9 +117,15 @@ def _tier(clue: LicenceClue) -> int:
 
 def rank_licence_clues(clues: Iterable[LicenceClue]) -> tuple[LicenceClue, ...]:
     """Return ``clues`` best first (the ranking in this module's docstring), repeats dropped."""
-    unique = list(dict.fromkeys(clues))
-    order = {clue: i for i, clue in enumerate(unique)}
-    return tuple(sorted(unique, key=lambda clue: (_tier(clue), order[clue])))
+    seen: set[tuple[str, str]] = set()
+    ranked: list[tuple[int, int, LicenceClue]] = []
+    for position, clue in enumerate(clues):
+        key = (clue.value, clue.where)
+        if key not in seen:
+            seen.add(key)
+            ranked.append((_tier(clue), position, clue))
+    ranked.sort(key=lambda entry: (entry[0], entry[1]))
+    return tuple(clue for _, _, clue in ranked)
 
 
 def licence_named_in(text: str) -> str | None:
