@@ -41,7 +41,12 @@ class FileKind(enum.Enum):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class File:
-    """A reference to one upstream file (no bytes); ``source`` names who can fetch it."""
+    """A reference to one upstream file (no bytes); ``source`` names who can fetch it.
+
+    ``also_listed_by`` names the other sources that listed the same URL, in
+    the order they were asked (an article's file list holds each URL once);
+    ``source`` stays the one that fetches it.
+    """
 
     kind: FileKind
     source: str
@@ -51,6 +56,12 @@ class File:
     credential_key: str | None = None
     size_bytes: int | None = None
     description: str | None = None
+    also_listed_by: tuple[str, ...] = ()
+
+    @property
+    def listed_by(self) -> tuple[str, ...]:
+        """Every source that listed this file: ``source`` first, then ``also_listed_by``."""
+        return (self.source, *self.also_listed_by)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

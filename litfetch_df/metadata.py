@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from typing import NamedTuple
 
 from .ids import ArticleIds
 
-__all__ = ["Related", "RelationType", "SourceMetadata"]
+__all__ = ["Related", "RelationType", "SourceMetadata", "is_open_licence_url"]
+
+_OPEN_URL = re.compile(
+    r"^https?://(?:www\.)?creativecommons\.org/(?:licen[cs]es|publicdomain)/", re.IGNORECASE
+)
+
+
+def is_open_licence_url(value: str) -> bool:
+    """Return whether ``value`` is a Creative Commons licence or public-domain tool URL."""
+    return _OPEN_URL.match(value.strip()) is not None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -17,12 +27,23 @@ class SourceMetadata:
 
     ``licence`` is raw (a CC URL, a JATS license-type or licence text);
     ``access`` is raw (``'open-access'``, an Unpaywall ``oa_status``);
-    ``basis`` is ``'artifact'`` (read from the bytes) or ``'unpaywall'`` (asserted).
+    ``basis`` is ``'artifact'`` (read from the bytes) or ``'unpaywall'`` (asserted):
+    where ``licence`` came from, or ``access`` when no licence is known.
+    ``access_basis`` is set only when ``access`` came from somewhere else than
+    ``basis`` (the bytes state a licence, Unpaywall the open-access status).
     """
 
     licence: str | None = None
     access: str | None = None
     basis: str | None = None
+    access_basis: str | None = None
+
+    @property
+    def access_from(self) -> str | None:
+        """Where ``access`` came from: ``access_basis``, else ``basis``; ``None`` without access."""
+        if self.access is None:
+            return None
+        return self.access_basis or self.basis
 
     def is_empty(self) -> bool:
         """Return whether neither a licence nor an access status is known."""

@@ -59,8 +59,12 @@ def article_ids_from_dict(data: Mapping[str, Any]) -> ArticleIds:
 
 
 def file_to_dict(file: File) -> dict[str, Any]:
-    """Return ``file`` as a JSON-able dict (``kind`` as its string value)."""
-    return {
+    """Return ``file`` as a JSON-able dict (``kind`` as its string value).
+
+    ``also_listed_by`` appears (as a list) only when other sources listed the
+    file, so a file one source listed keeps its earlier shape.
+    """
+    data: dict[str, Any] = {
         "kind": file.kind.value,
         "source": file.source,
         "media_type": file.media_type,
@@ -70,6 +74,9 @@ def file_to_dict(file: File) -> dict[str, Any]:
         "size_bytes": file.size_bytes,
         "description": file.description,
     }
+    if file.also_listed_by:
+        data["also_listed_by"] = list(file.also_listed_by)
+    return data
 
 
 def file_from_dict(data: Mapping[str, Any]) -> File:
@@ -90,12 +97,27 @@ def file_from_dict(data: Mapping[str, Any]) -> File:
         credential_key=_opt_str(data, "credential_key"),
         size_bytes=size,
         description=_opt_str(data, "description"),
+        also_listed_by=_also_listed_by(data),
     )
 
 
+def _also_listed_by(data: Mapping[str, Any]) -> tuple[str, ...]:
+    names = data.get("also_listed_by")
+    if names is None:
+        return ()
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise ValueError("also_listed_by must be a list of strings")
+    return tuple(names)
+
+
 def source_metadata_to_dict(meta: SourceMetadata) -> dict[str, str | None]:
-    """Return ``meta`` as a dict of its three raw fields."""
-    return {"licence": meta.licence, "access": meta.access, "basis": meta.basis}
+    """Return ``meta`` as a dict of its raw fields."""
+    return {
+        "licence": meta.licence,
+        "access": meta.access,
+        "basis": meta.basis,
+        "access_basis": meta.access_basis,
+    }
 
 
 def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
@@ -105,6 +127,7 @@ def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
         licence=_opt_str(data, "licence"),
         access=_opt_str(data, "access"),
         basis=_opt_str(data, "basis"),
+        access_basis=_opt_str(data, "access_basis"),
     )
 
 

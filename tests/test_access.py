@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from litfetch_df import ArticleIds, Session, SourceMetadata
-from litfetch_df.operations.access import resolve_access
+from litfetch_df.operations.access import fill_missing_terms, resolve_access
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeResponse, FakeUpstream, json_response
 from tests.test_unpaywall import BRONZE, CLOSED, GOLD, UNPAYWALL, route_unpaywall
@@ -101,3 +101,54 @@ async def test_malformed_or_refused_is_empty(fake: FakeUpstream, answer: FakeRes
     fake.route(UNPAYWALL, r"/v2/.+", answer)
     async with open_session(fake) as s:
         assert await s.resolve_access(ArticleIds(doi=GOLD)) == SourceMetadata()
+
+
+# -- the artifact's terms completed by the service's (issue 15) ----------------------------------
+
+ART = "artifact"
+UPW = "unpaywall"
+
+
+@pytest.mark.parametrize(
+    ("stated", "asserted", "expected"),
+    [
+        (  # the bytes state the licence, Unpaywall the status
+            SourceMetadata("https://creativecommons.org/licenses/by/4.0/", None, ART),
+            SourceMetadata("cc-by", "gold", UPW),
+            SourceMetadata("https://creativecommons.org/licenses/by/4.0/", "gold", ART, UPW),
+        ),
+        (  # the bytes state only the status: Unpaywall's licence, the artifact's status
+            SourceMetadata(None, "open-access", ART),
+            SourceMetadata("cc-by", "gold", UPW),
+            SourceMetadata("cc-by", "open-access", UPW, ART),
+        ),
+        (  # nothing from the service: the artifact's terms as they were
+            SourceMetadata("CC BY", None, ART),
+            SourceMetadata(),
+            SourceMetadata("CC BY", None, ART),
+        ),
+        (  # nothing in the bytes: the service's terms as they were
+            SourceMetadata(),
+            SourceMetadata(None, "closed", UPW),
+            SourceMetadata(None, "closed", UPW),
+        ),
+        (  # the service has neither field the bytes lack
+            SourceMetadata(None, "open-access", ART),
+            SourceMetadata(None, "bronze", UPW),
+            SourceMetadata(None, "open-access", ART),
+        ),
+    ],
+    ids=["status-from-service", "licence-from-service", "no-service", "no-bytes", "nothing-new"],
+)
+def test_fill_missing_terms(
+    stated: SourceMetadata, asserted: SourceMetadata, expected: SourceMetadata
+) -> None:
+    got = fill_missing_terms(stated, asserted)
+    assert got == expected
+    assert got.access_from == (expected.access_basis or expected.basis if got.access else None)
+
+
+def test_access_from_names_the_basis_of_the_status() -> None:
+    assert SourceMetadata("x", None, ART).access_from is None
+    assert SourceMetadata("x", "gold", ART).access_from == ART
+    assert SourceMetadata("x", "gold", ART, UPW).access_from == UPW

@@ -128,12 +128,9 @@ async def test_default_sources_with_only_a_doi(fake: FakeUpstream) -> None:
     route_all(fake)
     async with open_session(fake) as s:
         files = await s.list_files(ArticleIds(doi=XGEN))
-    assert [f.source for f in files] == [
-        "unpaywall",
-        "semantic_scholar",
-        "crossref_tdm",
-        "crossref_tdm",
-    ]
+    # Semantic Scholar's openAccessPdf.url for XGEN is https://doi.org/…: a landing page,
+    # not a PDF, so it is not listed (issue 15).
+    assert [f.source for f in files] == ["unpaywall", "crossref_tdm", "crossref_tdm"]
     assert set(r.host for r in fake.requests()) == {CROSSREF, S2, UNPAYWALL}
 
 
@@ -142,12 +139,13 @@ async def test_default_sources_with_only_a_doi(fake: FakeUpstream) -> None:
 
 async def test_union_in_source_order_whatever_finishes_first(fake: FakeUpstream) -> None:
     route_all(fake)
-    fake.latency(0.2, S2)  # S2 answers last, yet its file stays where its source is
-    sources = (SemanticScholarFileSource(), CrossrefFileSource(), UnpaywallFileSource())
+    # Crossref answers last, yet its files stay where its source is. (S2's doi.org
+    # "PDF" for XGEN is a landing page and is not listed: issue 15.)
+    fake.latency(0.2, CROSSREF)
+    sources = (CrossrefFileSource(), SemanticScholarFileSource(), UnpaywallFileSource())
     async with open_session(fake) as s:
         files = await list_files(s, ArticleIds(doi=XGEN), sources=sources)
     assert [(f.source, f.media_type, f.uri) for f in files] == [
-        ("semantic_scholar", PDF, "https://doi.org/10.1016/j.xgen.2025.100814"),
         (
             "crossref_tdm",
             "text/xml",
@@ -358,3 +356,60 @@ async def test_unpaywall_without_contact_is_skipped_but_others_run(fake: FakeUps
     assert files == ()
     assert fake.count(UNPAYWALL) == 0
     assert fake.count(CROSSREF) == 1
+
+
+# -- one URL once, every source named; landing pages; sources per kind (issue 15) ----------------
+
+
+def test_merge_lists_a_url_once_with_every_source_that_listed_it() -> None:
+    from litfetch_df.operations.fileset import merge_listings
+
+    shared = "https://files.example/a.pdf"
+    pmc = (File(FileKind.BODY, "pmc_oa_s3", media_type=PDF, uri=shared), supp("s1.csv"))
+    upw = (File(FileKind.BODY, "unpaywall", media_type=PDF, uri=shared), body("b.pdf", "unpaywall"))
+    s2 = (File(FileKind.BODY, "semantic_scholar", media_type=PDF, uri=shared),)
+    merged = merge_listings([pmc, upw, s2, upw])
+    assert [f.uri for f in merged] == [shared, supp("s1.csv").uri, "https://files.example/b.pdf"]
+    first = merged[0]
+    assert first.source == "pmc_oa_s3"  # the first lister fetches it
+    assert first.also_listed_by == ("unpaywall", "semantic_scholar")
+    assert first.listed_by == ("pmc_oa_s3", "unpaywall", "semantic_scholar")
+    assert merged[1].also_listed_by == () and merged[2].also_listed_by == ()
+
+
+def test_merge_drops_landing_pages_listed_as_pdfs(caplog: pytest.LogCaptureFixture) -> None:
+    from litfetch_df.operations.fileset import merge_listings
+
+    caplog.set_level(logging.DEBUG, logger="litfetch_df")
+    landing = File(FileKind.BODY, "stub", media_type=PDF, uri="https://doi.org/10.1000/x.1")
+    html = File(FileKind.BODY, "stub", media_type="text/html", uri="https://doi.org/10.1000/x.1")
+    assert merge_listings([(landing, body("real.pdf")), (html,)]) == (body("real.pdf"), html)
+    assert "landing page" in caplog.text
+
+
+async def test_a_kind_asks_only_the_sources_that_list_it(fake: FakeUpstream) -> None:
+    pytest.importorskip("litfetch_df.sources.pmc_oa")
+    route_all(fake)
+    async with open_session(fake) as s:
+        files = await s.list_files(ArticleIds(doi=XGEN), kind=FileKind.SUPPLEMENTARY)
+    assert files == ()
+    # Unpaywall, Semantic Scholar and Crossref list body renditions only: none was asked.
+    assert fake.requests() == []
+
+
+async def test_a_source_without_kinds_is_asked_for_every_kind() -> None:
+    from litfetch_df.operations.fileset import sources_for_kind
+
+    anything = StubSource("any", (supp("s.csv"),))
+    body_only = StubSource("body", (supp("never.csv"),))
+    body_only.kinds = frozenset({FileKind.BODY})  # type: ignore[attr-defined]
+    chosen = sources_for_kind([anything, body_only], FileKind.SUPPLEMENTARY)
+    assert chosen == (anything,)
+    assert sources_for_kind([anything, body_only], None) == (anything, body_only)
+    got = await list_files(
+        object(),  # type: ignore[arg-type]
+        ArticleIds(doi="10.1000/x"),
+        sources=[anything, body_only],
+        kind=FileKind.SUPPLEMENTARY,
+    )
+    assert got == (supp("s.csv"),) and body_only.credentials == []

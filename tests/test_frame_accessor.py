@@ -211,13 +211,18 @@ def test_a_url_two_sources_list_for_one_article_is_downloaded_once(
     )
     df = pd.DataFrame({"pmcid": ["PMC7000001", "PMC7000002"]})
     common: dict[str, Any] = {"session": session_for(world), "progress": False}
-    long = df.lit.files(sources=[one, two], resolve=False, **common)
-    assert long["source"].tolist() == ["one", "two", "two"]  # the listing keeps both
+    listed = df.lit.list_files(sources=[one, two], resolve=False, **common)
+    # Since issue 15 an article's file list holds a URL once, naming every source that
+    # listed it (it used to hold one row per source).
+    (first,) = listed.loc[0, "files"]
+    assert (first.source, first.also_listed_by) == ("one", ("two",))
+    long = listed.lit.files()
+    assert long["source"].tolist() == ["one", "two"]
     got = long.lit.fetch_files(tmp_path, sources=[one, two], **common)
     downloads = [r for r in world.requests(FILES) if r.path == "/get/a.pdf"]
     assert len(downloads) == 2  # once for the first article, once for the second
     paths = got["path"].tolist()
-    assert paths[0] == paths[1] != paths[2]  # the first article's two rows share one file
+    assert len(paths) == 2 and paths[0] != paths[1]
     assert got["fetch_error"].isna().all()
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.pdf")) == [
         "PMC7000001/a.pdf",

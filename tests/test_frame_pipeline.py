@@ -630,3 +630,30 @@ def test_default_progress_stays_quiet_for_quick_runs() -> None:
     with Progress(3, desc="quick", enabled=None, file=buffer) as bar:
         bar.advance(3, label="a")
     assert buffer.getvalue() == ""  # shown only once a run has lasted a couple of seconds
+
+
+async def test_licences_take_the_access_status_the_bytes_leave_out_from_unpaywall(
+    fake: FakeUpstream,
+) -> None:
+    # A licence stated in the bytes with no open-access statement anywhere (issue 15).
+    from tests.test_unpaywall import GOLD, route_unpaywall
+
+    route_unpaywall(fake)
+    content = (
+        b'<article xmlns:xlink="http://www.w3.org/1999/xlink"><front><article-meta><permissions>'
+        b'<license xlink:href="https://creativecommons.org/licenses/by-nc/4.0/"/></permissions>'
+        b"</article-meta></front><body/></article>"
+    )
+    blob = Blob(File(FileKind.BODY, "test", JATS_XML), content)
+    df = pd.DataFrame({"doi": [GOLD, "10.1000/no-body.1"], "body": [blob, None]})
+    session = session_for(fake, contact="me@lab.example")
+    terms = await df.lit.licences_async(resolve=False, session=session, **CFG)
+    row = terms.loc[0]
+    assert row["licence"] == "https://creativecommons.org/licenses/by-nc/4.0/"
+    assert row["licence_family"] == "cc-by-nc"
+    assert (row["licence_basis"], row["access"], row["access_basis"]) == (
+        "artifact",
+        "gold",
+        "unpaywall",
+    )
+    assert pd.isna(terms.loc[1, "licence_basis"]) and pd.isna(terms.loc[1, "access_basis"])

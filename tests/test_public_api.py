@@ -43,12 +43,13 @@ def test_bundled_resolvers_live_in_the_resolvers_module(name: str) -> None:
 def test_values_are_frozen_dataclasses_with_the_documented_fields() -> None:
     for cls, fields in [
         (litfetch_df.ArticleIds, ["pmid", "pmcid", "doi", "bookid"]),
-        (litfetch_df.SourceMetadata, ["licence", "access", "basis"]),
+        # issue 15: access_basis (which basis gave access), also_listed_by (every source)
+        (litfetch_df.SourceMetadata, ["licence", "access", "basis", "access_basis"]),
         (litfetch_df.Blob, ["file", "content"]),
         (
             litfetch_df.File,
             ["kind", "source", "media_type", "uri", "filename", "credential_key",
-             "size_bytes", "description"],
+             "size_bytes", "description", "also_listed_by"],
         ),
     ]:  # fmt: skip
         assert dataclasses.is_dataclass(cls)

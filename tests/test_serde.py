@@ -114,3 +114,19 @@ def test_missing_optional_keys_read_as_none() -> None:
 def test_malformed_dicts_raise_value_error(func: Any, data: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         func(data)
+
+
+def test_source_metadata_round_trip_keeps_the_access_basis() -> None:
+    meta = SourceMetadata("CC BY", "gold", basis="artifact", access_basis="unpaywall")
+    d = serde.source_metadata_to_dict(meta)
+    assert d["access_basis"] == "unpaywall"
+    assert serde.source_metadata_from_dict(_via_json(d)) == meta
+
+
+def test_file_round_trip_keeps_every_source_that_listed_it() -> None:
+    f = File(FileKind.BODY, "pmc_oa_s3", uri="https://x.example/a.pdf", also_listed_by=("a", "b"))
+    d = serde.file_to_dict(f)
+    assert d["also_listed_by"] == ["a", "b"]
+    assert serde.file_from_dict(_via_json(d)) == f
+    with pytest.raises(ValueError, match="also_listed_by"):
+        serde.file_from_dict({**d, "also_listed_by": "a"})

@@ -249,11 +249,13 @@ class LitFrameAccessor:
         force: bool = False,
         **config: Unpack[CallOptions],
     ) -> pd.DataFrame:
-        """Return a new frame with ``licence``, ``access``, ``licence_basis``, ``licence_error``.
+        """Return a new frame with ``licence``, ``access``, their bases and ``licence_error``.
 
         Terms come from the body bytes where the frame holds them (basis
-        ``'artifact'``), otherwise from Unpaywall by DOI (basis
-        ``'unpaywall'``, which needs a contact email).
+        ``'artifact'``); what the bytes leave out, or all of it without a
+        body, from Unpaywall by DOI (basis ``'unpaywall'``, which needs a
+        contact email). ``licence_basis`` and ``access_basis`` say which
+        basis gave the licence and the access status.
         """
         return _run(
             lambda: self.licences_async(resolver=resolver, resolve=resolve, force=force, **config),

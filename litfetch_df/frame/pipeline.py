@@ -864,6 +864,7 @@ _LICENCE_DTYPES: Final = {
     "licence_family": "string",
     "access": "string",
     "licence_basis": "string",
+    "access_basis": "string",
     "licence_error": "string",
 }
 
@@ -902,8 +903,9 @@ def _licence_body(body: object, path: object) -> tuple[Hashable, Blob | str | No
 
 
 async def _licence_work(http: Http, item: _LicenceInput) -> SourceMetadata:
-    """Terms from the body bytes when they state them, else Unpaywall's by DOI."""
+    """Terms from the body bytes; what they leave out (often the access status) from Unpaywall."""
     body = item.body
+    meta = SourceMetadata()
     if body is not None:
         if isinstance(body, Blob):
             blob = body
@@ -912,13 +914,11 @@ async def _licence_work(http: Http, item: _LicenceInput) -> SourceMetadata:
             file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
             blob = Blob(file, content)
         meta = await asyncio.to_thread(_extract, blob)
-        if not meta.is_empty():
-            return meta
-    if item.ids.doi is None:
-        return SourceMetadata()
-    from ..operations.access import resolve_access
+    if (meta.licence is not None and meta.access is not None) or item.ids.doi is None:
+        return meta
+    from ..operations.access import fill_missing_terms, resolve_access
 
-    return await resolve_access(http, item.ids)
+    return fill_missing_terms(meta, await resolve_access(http, item.ids))
 
 
 def _licence_cells(meta: SourceMetadata) -> dict[str, object]:
@@ -929,6 +929,7 @@ def _licence_cells(meta: SourceMetadata) -> dict[str, object]:
         "licence_family": licence_family(meta.licence),
         "access": meta.access,
         "licence_basis": meta.basis,
+        "access_basis": meta.access_from,
     }
 
 
@@ -958,11 +959,13 @@ async def licences(
     force: bool = False,
     config: CallOptions | None = None,
 ) -> pd.DataFrame:
-    """Add access terms per row: ``licence``, ``access``, ``licence_basis``, ``licence_error``.
+    """Add access terms per row: ``licence``, ``access``, their bases, ``licence_error``.
 
     Read from the body bytes where the frame holds a body (``body`` or
-    ``body_path``; basis ``'artifact'``), else — or when the bytes carry no
-    licence — asked of Unpaywall by DOI (basis ``'unpaywall'``; needs a contact).
+    ``body_path``; basis ``'artifact'``), else — or for whatever the bytes leave
+    out, typically the access status — asked of Unpaywall by DOI (basis
+    ``'unpaywall'``; needs a contact). ``licence_basis`` says where the licence
+    came from, ``access_basis`` where the access status came from.
     """
     async with _context(config or {}) as ctx:
         base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
@@ -1047,8 +1050,12 @@ class _Files:
     def services(self) -> frozenset[bulk.Service]:
         """The bulk lookups that answer this step's per-article requests in advance."""
         # They answer the per-article requests of the sources that have a bulk form, so
-        # the per-bundle work only asks the others.
-        return bulk.for_file_sources(self.sources)
+        # the per-bundle work only asks the others; a source not asked for this kind
+        # is not primed either.
+        from ..operations.fileset import sources_for_kind
+
+        chosen = self.sources if self.sources is not None else ()
+        return bulk.for_file_sources(sources_for_kind(chosen, self.kind))
 
 
 def _files_cells(found: tuple[File, ...]) -> dict[str, object]:

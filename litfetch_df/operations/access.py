@@ -7,7 +7,7 @@ from ..ids import ArticleIds
 from ..metadata import SourceMetadata
 from ..sources.unpaywall import fetch_unpaywall_record, unpaywall_access
 
-__all__ = ["resolve_access"]
+__all__ = ["fill_missing_terms", "resolve_access"]
 
 
 async def resolve_access(
@@ -26,3 +26,38 @@ async def resolve_access(
         return SourceMetadata()
     record = await fetch_unpaywall_record(http, article_ids.doi, email=email)
     return unpaywall_access(record) if record is not None else SourceMetadata()
+
+
+def fill_missing_terms(stated: SourceMetadata, asserted: SourceMetadata) -> SourceMetadata:
+    """Return ``stated`` with the fields it lacks taken from ``asserted``, each field's basis kept.
+
+    ``stated`` is what the artifact says, ``asserted`` what a service says; a
+    field ``stated`` has is never replaced. ``basis`` stays the licence's basis
+    and ``access_basis`` names where ``access`` came from when that differs,
+    so a row whose bytes state CC BY and whose status Unpaywall gave reads
+    ``basis='artifact'``, ``access_basis='unpaywall'``.
+    """
+    if stated.is_empty():
+        return asserted
+    if asserted.is_empty():
+        return stated
+    licence: str | None
+    basis: str | None
+    if stated.licence is not None:
+        licence, basis = stated.licence, stated.basis
+    elif asserted.licence is not None:
+        licence, basis = asserted.licence, asserted.basis
+    else:
+        licence, basis = None, stated.basis
+    access: str | None
+    access_from: str | None
+    if stated.access is not None:
+        access, access_from = stated.access, stated.access_from
+    else:
+        access, access_from = asserted.access, asserted.access_from
+    return SourceMetadata(
+        licence=licence,
+        access=access,
+        basis=basis,
+        access_basis=access_from if access_from != basis else None,
+    )

@@ -7,17 +7,19 @@ as ``http``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import httpx
 
 from .._http import Http, get_logger
-from ..files import Blob, File, FileKind
+from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds
 from ..sources._common import failure_level
+from ..sources.landing import is_landing_page
 from .types import FileSource
 
-__all__ = ["default_file_sources", "fetch_file", "list_files"]
+__all__ = ["default_file_sources", "fetch_file", "list_files", "merge_listings", "sources_for_kind"]
 
 log = get_logger(__name__)
 
@@ -27,6 +29,7 @@ def default_file_sources() -> tuple[FileSource, ...]:
 
     PMC OA bucket, Unpaywall, Semantic Scholar, Crossref TDM links, Springer
     Meta. Each is a no-op for an article it has no usable id (or credential) for.
+    All but the PMC OA bucket list body renditions only (their ``kinds``).
     """
     # Imported here so building the module graph never drags in every source.
     from ..sources.crossref import CrossrefFileSource
@@ -58,6 +61,45 @@ async def _list_one(
         return ()
 
 
+def sources_for_kind(
+    sources: Sequence[FileSource], kind: FileKind | None
+) -> tuple[FileSource, ...]:
+    """Return the sources that can list files of ``kind`` (all of them for ``kind=None``).
+
+    A source says what it can list with a ``kinds`` attribute (a set of
+    :class:`FileKind`); one without it is asked for every kind. So a listing
+    of supplementary material never asks Unpaywall, Semantic Scholar or
+    Crossref, which only know body renditions.
+    """
+    if kind is None:
+        return tuple(sources)
+    return tuple(s for s in sources if kind in getattr(s, "kinds", frozenset(FileKind)))
+
+
+def merge_listings(listings: Sequence[tuple[File, ...]]) -> tuple[File, ...]:
+    """Return the listings' files with each URL once, naming every source that listed it.
+
+    Listings are in source order; the first listing of a URL is kept (its
+    ``source`` fetches it) and later sources' names go to ``also_listed_by``.
+    Files without a URL are kept once each. A PDF whose URL is a DOI resolver
+    or a landing page is dropped (logged): it would download HTML.
+    """
+    merged: dict[object, File] = {}
+    for files in listings:
+        for file in files:
+            if file.media_type == PDF and file.uri is not None and is_landing_page(file.uri):
+                log.debug("%s listed a landing page as a PDF; not listed", file.source)
+                continue
+            key: object = ("uri", file.uri) if file.uri is not None else file
+            kept = merged.get(key)
+            if kept is None:
+                merged[key] = file
+            elif file.source not in kept.listed_by:
+                also = (*kept.also_listed_by, file.source)
+                merged[key] = dataclasses.replace(kept, also_listed_by=also)
+    return tuple(merged.values())
+
+
 async def list_files(
     http: Http,
     article_ids: ArticleIds,
@@ -70,11 +112,14 @@ async def list_files(
 
     The sources (default :func:`default_file_sources`) are different hosts, so
     they are asked concurrently; the result is still in source order, then in
-    each source's own order, with repeated Files kept once. ``kind`` keeps only
-    files of that kind. A source failing with an HTTP error is logged and
-    contributes nothing.
+    each source's own order, each URL once with every source that listed it
+    (:func:`merge_listings`). ``kind`` asks only the sources that can list
+    that kind (:func:`sources_for_kind`) and keeps only files of that kind. A
+    source failing with an HTTP error is logged and contributes nothing.
     """
-    chosen = tuple(sources) if sources is not None else default_file_sources()
+    chosen = sources_for_kind(
+        tuple(sources) if sources is not None else default_file_sources(), kind
+    )
     # Let every source finish before surfacing an unexpected error, so none is left running.
     results = await asyncio.gather(
         *(_list_one(source, http, article_ids, credentials) for source in chosen),
@@ -84,18 +129,8 @@ async def list_files(
     for result in results:
         if isinstance(result, BaseException):
             raise result
-        per_source.append(result)
-    seen: set[File] = set()
-    union: list[File] = []
-    for files in per_source:
-        for file in files:
-            if kind is not None and file.kind is not kind:
-                continue
-            if file in seen:
-                continue
-            seen.add(file)
-            union.append(file)
-    return tuple(union)
+        per_source.append(tuple(f for f in result if kind is None or f.kind is kind))
+    return merge_listings(per_source)
 
 
 async def fetch_file(

@@ -1,54 +1,53 @@
-"""Access terms read from body bytes: :func:`extract_source_metadata`.
+"""Access terms read from body bytes: :func:`extract_source_metadata`, :func:`licence_evidence`.
 
 Dispatch is on ``Blob.file.media_type``: JATS (also BITS book parts) and
-Elsevier full-text XML carry terms; anything else (PDF, text) gives an empty
-:class:`SourceMetadata`. Parsing goes through the hardened
-:func:`litfetch_df._xml.parse_xml`; bytes that do not parse give empty terms.
+Elsevier full-text XML carry terms; anything else (PDF, text) gives empty
+terms. Only the front matter is parsed
+(:func:`litfetch_df._frontmatter.read_front_matter`, as hardened as
+:func:`litfetch_df._xml.parse_xml`); the whole document is parsed only when
+the front matter states nothing, to find a ``<license>`` further on. Bytes
+that do not parse give empty terms.
 
-For one JATS ``<license>`` the ``licence`` value is the first of:
-
-1. the ``xlink:href`` of ``<license>``;
-2. the text of an ``<ali:license_ref>`` child (one without ``specific-use``, or
-   with ``specific-use="vor"``, preferred over others);
-3. an ``<ext-link>`` inside ``<license-p>`` whose href points at
-   creativecommons.org;
-4. a creativecommons.org URL written in the ``<license-p>`` prose (many
-   publishers state the licence only in text: ``"... Creative Commons
-   Attribution 4.0 International License
-   (http://creativecommons.org/licenses/by/4.0/) ..."``);
-5. the ``license-type`` attribute;
-6. the ``<license-p>`` text, whitespace collapsed.
-
-Step 4 is this library's addition to the upstream reference's recommended
-order: without it a prose-only licence would be reported as its bare
-``license-type`` (e.g. ``"OpenAccess"``), which names no licence at all.
-``access`` is ``"open-access"`` when ``license-type`` contains ``open``
-(any case), else ``None``.
+The licence is the best of every statement the ``<license>`` elements make,
+ranked by :func:`~litfetch_df.operations.licence_evidence.rank_licence_clues`:
+a Creative Commons or public-domain URL wherever it is written (``xlink:href``,
+``ali:license_ref``, an ``ext-link`` or ``uri`` in ``<license-p>``, a URL in the
+prose), then a licence the text names (``"CC BY-NC 3.0"``), then any other URL,
+then ``license-type``, then the text itself. ``access`` is ``"open-access"``
+when the document says so anywhere it can: a ``license-type`` containing
+``open``, PMC's ``custom-meta`` ``pmc-prop-open-access = yes``, PMC's
+``<?properties open_access?>`` marker; Elsevier's ``openaccess`` flag, else
+its ``openaccessArticle``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Final
 
 from lxml import etree
 
+from .._frontmatter import read_front_matter
 from .._xml import XmlError, local_name, parse_xml
 from ..files import ELSEVIER_XML, JATS_XML, Blob
 from ..metadata import SourceMetadata
+from .licence_evidence import (
+    OPEN_ACCESS,
+    LicenceClue,
+    LicenceEvidence,
+    collapse,
+    element_text,
+    license_evidence,
+    rank_licence_clues,
+)
 
-__all__ = ["extract_source_metadata"]
+__all__ = ["extract_source_metadata", "licence_evidence"]
 
 _BASIS: Final = "artifact"
-_OPEN_ACCESS: Final = "open-access"
-
-# A CC URL in prose ends at whitespace, a quote, a bracket or list punctuation;
-# a trailing full stop belongs to the sentence, not the URL.
-_CC_URL = re.compile(r"https?://(?:www\.)?creativecommons\.org/[^\s<>\"'(),;\]]*", re.IGNORECASE)
-_SPACE = re.compile(r"\s+")
-
-_Terms = tuple[str | None, str | None]  # (licence, access)
+_CUSTOM_META: Final = "custom-meta pmc-prop-open-access"
+_PMC_MARKER: Final = "<?properties open_access?>"
+_ELSEVIER_LICENCE: Final = "openaccessUserLicense"
+_TRUE: Final = frozenset({"1", "true", "yes"})
 
 
 def extract_source_metadata(blob: Blob) -> SourceMetadata:
@@ -56,33 +55,59 @@ def extract_source_metadata(blob: Blob) -> SourceMetadata:
 
     JATS articles: ``article-meta/permissions`` first, then any ``<license>`` in
     document order. BITS book parts (root ``book-part-wrapper``): the part's own
-    ``book-part-meta/permissions``, then the book's ``book-meta/permissions``;
-    the first licence with a term supplies the whole answer (a BITS ``book``
-    root: ``book-meta/permissions``, then document order). Elsevier XML:
-    ``openaccessUserLicense`` and ``openaccess``. Returns an empty
-    :class:`SourceMetadata` for other media types, unparseable bytes, or when no
-    licence is stated.
+    ``book-part-meta/permissions``, then the book's ``book-meta/permissions``
+    (a BITS ``book`` root: ``book-meta/permissions``, then document order).
+    Elsevier XML: ``openaccessUserLicense``, ``openaccess`` / ``openaccessArticle``.
+    Returns an empty :class:`SourceMetadata` for other media types, unparseable
+    bytes, or when nothing is stated. :func:`licence_evidence` gives every
+    clue behind the answer.
+    """
+    evidence = licence_evidence(blob)
+    if evidence.is_empty():
+        return SourceMetadata()
+    return SourceMetadata(licence=evidence.licence, access=evidence.access, basis=_BASIS)
+
+
+def licence_evidence(blob: Blob) -> LicenceEvidence:
+    """Return everything ``blob``'s bytes state about their terms, the best licence first.
+
+    The evidence behind :func:`extract_source_metadata`: every licence clue
+    with where it was written, the licence text, and which statement gave the
+    access status. Empty for media types that carry no terms and for bytes
+    that do not parse.
     """
     media_type = (blob.file.media_type or "").split(";", 1)[0].strip().lower()
     if media_type not in {JATS_XML, ELSEVIER_XML}:
-        return SourceMetadata()
+        return LicenceEvidence()
+    read = _elsevier_evidence if media_type == ELSEVIER_XML else _jats_evidence
     try:
-        root = parse_xml(blob.content)
+        front = read_front_matter(blob.content)
+        evidence = read(front.root, whole=front.complete)
+        # Elsevier terms live in <coredata> only, which the front matter holds whole.
+        if evidence.clues or front.complete or media_type == ELSEVIER_XML:
+            return evidence
+        # No licence in the front matter: one may still sit further on (an access
+        # statement alone does not settle it).
+        return read(parse_xml(blob.content), whole=True)
     except XmlError:
-        return SourceMetadata()
-    if media_type == ELSEVIER_XML:
-        licence, access = _elsevier_terms(root)
-    else:
-        licence, access = _jats_terms(root)
-    if licence is None and access is None:
-        return SourceMetadata()
-    return SourceMetadata(licence=licence, access=access, basis=_BASIS)
+        return LicenceEvidence()
 
 
 # -- JATS / BITS ---------------------------------------------------------------------------------
 
 
-def _jats_terms(root: etree._Element) -> _Terms:
+def _jats_evidence(root: etree._Element, *, whole: bool = True) -> LicenceEvidence:
+    """The terms of a JATS / BITS tree; ``whole=False``: a front-matter tree, front scopes only."""
+    found = _licence_scopes(root, whole=whole)
+    access, where = found.access, found.access_where
+    if access is None and local_name(root) == "article":
+        access, where = _article_access(root)
+    if access is None:
+        return found
+    return LicenceEvidence(found.clues, found.text, access, where)
+
+
+def _licence_scopes(root: etree._Element, *, whole: bool) -> LicenceEvidence:
     name = local_name(root)
     if name == "book-part-wrapper":
         # Only the part's own terms, then the whole book's; a figure's or a
@@ -91,102 +116,72 @@ def _jats_terms(root: etree._Element) -> _Terms:
             _path(root, "book-part", "book-part-meta", "permissions"),
             _path(root, "book-meta", "permissions"),
         ):
-            terms = _first_terms(_children(scope, "license"))
-            if terms is not None:
-                return terms
-        return None, None
+            evidence = license_evidence(list(_children(scope, "license")))
+            if not evidence.is_empty():
+                return evidence
+        return LicenceEvidence()
     if name == "book":
         preferred = list(_children(_path(root, "book-meta", "permissions"), "license"))
     else:
         preferred = list(_children(_path(root, "front", "article-meta", "permissions"), "license"))
-    terms = _first_terms(preferred)
-    if terms is not None:
-        return terms
+    evidence = license_evidence(preferred)
+    if not evidence.is_empty() or not whole:
+        # A partial tree may end inside an element after the front matter: only
+        # a whole tree is searched further.
+        return evidence
+    # Elsewhere, the first <license> that states anything speaks alone: a
+    # figure's licence is not merged with a sub-article's.
     tried = set(preferred)
-    rest = (el for el in root.iter() if local_name(el) == "license" and el not in tried)
-    terms = _first_terms(rest)
-    return terms if terms is not None else (None, None)
+    for lic in root.iter("{*}license"):
+        if lic not in tried:
+            evidence = license_evidence([lic])
+            if not evidence.is_empty():
+                return evidence
+    return LicenceEvidence()
 
 
-def _first_terms(licences: Iterable[etree._Element]) -> _Terms | None:
-    """Return the terms of the first ``<license>`` that states any, else ``None``."""
-    for lic in licences:
-        licence, access = _license_terms(lic)
-        if licence is not None or access is not None:
-            return licence, access
-    return None
-
-
-def _license_terms(lic: etree._Element) -> _Terms:
-    license_type = _clean(lic.get("license-type"))
-    access = _OPEN_ACCESS if license_type and "open" in license_type.lower() else None
-    paragraphs = [p for p in lic.iter() if local_name(p) == "license-p"]
-    licence = (
-        _href(lic)
-        or _ali_ref(lic)
-        or _cc_ext_link(paragraphs)
-        or _cc_url_in_text(paragraphs)
-        or license_type
-        or _collapsed(paragraphs or [lic])
-    )
-    return licence, access
-
-
-def _href(element: etree._Element) -> str | None:
-    # xlink:href in any namespace (or none): match on the attribute's local name.
-    for attr, value in element.attrib.items():
-        if str(attr).rsplit("}", 1)[-1] == "href":
-            cleaned = _clean(str(value))
-            if cleaned:
-                return cleaned
-    return None
-
-
-def _ali_ref(lic: etree._Element) -> str | None:
-    refs = [(ref, _clean(_text(ref))) for ref in lic if local_name(ref) == "license_ref"]
-    refs = [(ref, text) for ref, text in refs if text]
-    for ref, text in refs:
-        if ref.get("specific-use") in (None, "vor"):
-            return text
-    return refs[0][1] if refs else None
-
-
-def _cc_ext_link(paragraphs: list[etree._Element]) -> str | None:
-    for p in paragraphs:
-        for link in p.iter():
-            if local_name(link) != "ext-link":
-                continue
-            href = _href(link)
-            if href and "creativecommons.org" in href.lower():
-                return href
-    return None
-
-
-def _cc_url_in_text(paragraphs: list[etree._Element]) -> str | None:
-    for p in paragraphs:
-        m = _CC_URL.search(_text(p))
-        if m:
-            return m.group(0).rstrip(".")
-    return None
-
-
-def _collapsed(elements: list[etree._Element]) -> str | None:
-    return _clean(" ".join(_text(el) for el in elements))
+def _article_access(root: etree._Element) -> tuple[str | None, str | None]:
+    """PMC's own open-access statements: ``custom-meta``, then the ``properties`` marker."""
+    for group in _path(root, "front", "article-meta", "custom-meta-group"):
+        for meta in _children([group], "custom-meta"):
+            names = [collapse(element_text(el)) for el in _children([meta], "meta-name")]
+            values = [collapse(element_text(el)) for el in _children([meta], "meta-value")]
+            if "pmc-prop-open-access" in names and any((v or "").lower() in _TRUE for v in values):
+                return OPEN_ACCESS, _CUSTOM_META
+    for node in root:
+        if (
+            isinstance(node, etree._ProcessingInstruction)
+            and node.target == "properties"
+            and "open_access" in (node.text or "").split()
+        ):
+            return OPEN_ACCESS, _PMC_MARKER
+    return None, None
 
 
 # -- Elsevier --------------------------------------------------------------------------------------
 
 
-def _elsevier_terms(root: etree._Element) -> _Terms:
+def _elsevier_evidence(root: etree._Element, *, whole: bool = True) -> LicenceEvidence:
+    """The terms in an Elsevier answer's ``<coredata>`` (the rest is the article, not its terms)."""
+    del whole  # <coredata> is complete in a front-matter tree and a whole one alike
     licence: str | None = None
-    access: str | None = None
-    for el in root.iter():
+    flags: dict[str, str] = {}
+    for el in (el for core in _path(root, "coredata") for el in core.iter()):
         name = local_name(el)
-        if name == "openaccessUserLicense" and licence is None:
-            licence = _clean(_text(el))
-        elif name == "openaccess" and access is None and _text(el).strip().lower() in {"1", "true"}:
-            access = _OPEN_ACCESS
-    return licence, access
+        if name == _ELSEVIER_LICENCE and licence is None:
+            licence = collapse(element_text(el))
+        elif name in {"openaccess", "openaccessArticle"} and name not in flags:
+            flags[name] = element_text(el).strip().lower()
+    # ``openaccess`` decides when it is stated; ``openaccessArticle`` only stands in for it.
+    where = "openaccess" if "openaccess" in flags else "openaccessArticle"
+    is_open = flags.get(where) in _TRUE
+    clues = rank_licence_clues([LicenceClue(licence, _ELSEVIER_LICENCE)] if licence else [])
+    return LicenceEvidence(
+        clues=clues,
+        text=None,
+        access=OPEN_ACCESS if is_open else None,
+        access_where=where if is_open else None,
+    )
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -196,24 +191,10 @@ def _path(root: etree._Element, *names: str) -> list[etree._Element]:
     """Follow ``names`` from ``root`` through direct children only; every match at each step."""
     level = [root]
     for name in names:
-        level = [child for el in level for child in el if local_name(child) == name]
+        level = [child for el in level for child in el.iterchildren("{*}" + name)]
     return level
 
 
 def _children(parents: list[etree._Element], name: str) -> Iterator[etree._Element]:
     for parent in parents:
-        for child in parent:
-            if local_name(child) == name:
-                yield child
-
-
-def _text(element: etree._Element) -> str:
-    return "".join(t if isinstance(t, str) else t.decode() for t in element.itertext())
-
-
-def _clean(value: str | None) -> str | None:
-    """Collapse whitespace; ``None`` for a blank value."""
-    if value is None:
-        return None
-    collapsed = _SPACE.sub(" ", value).strip()
-    return collapsed or None
+        yield from parent.iterchildren("{*}" + name)

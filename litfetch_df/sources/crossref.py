@@ -21,7 +21,7 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi
-from ..metadata import Related, RelationType
+from ..metadata import Related, RelationType, SourceMetadata, is_open_licence_url
 from ._common import (
     GetRequest,
     download_file,
@@ -29,12 +29,14 @@ from ._common import (
     is_web_url,
     json_object,
     usable_credential,
+    usable_text,
 )
 
 __all__ = [
     "CROSSREF_WORKS_URL",
     "CrossrefFileSource",
     "GetRequest",
+    "crossref_licence",
     "crossref_relations",
     "crossref_tdm_files",
     "crossref_work_request",
@@ -187,6 +189,7 @@ class CrossrefFileSource:
     """
 
     name: str = _NAME
+    kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
 
     def __repr__(self) -> str:
         return "CrossrefFileSource()"
@@ -213,3 +216,38 @@ class CrossrefFileSource:
     ) -> Blob | None:
         """Download a listed link (redirects followed, no credentials), or ``None``."""
         return await download_file(http, file)
+
+
+# Which text a licence covers, best first: the version of record is what a reader gets.
+_CONTENT_VERSIONS: Final = ("vor", "am", "unspecified", "stm-asf", "tdm")
+
+
+def crossref_licence(record: Mapping[str, Any]) -> SourceMetadata:
+    """Return the licence a Crossref work record's ``license[]`` gives, ``basis='crossref'``.
+
+    The version of record's licence first (``content-version`` ``vor``), then
+    the accepted manuscript's, then any other; within one version a Creative
+    Commons or public-domain URL before another URL. ``access`` stays ``None``:
+    Crossref states licences, not access. No usable entry gives an empty
+    :class:`SourceMetadata`. Start dates are not weighed.
+    """
+    entries = record.get("license")
+    if not isinstance(entries, list):
+        return SourceMetadata()
+    found: list[tuple[int, int, int, str]] = []
+    for position, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        url = usable_text(entry.get("URL"))
+        if url is None:
+            continue
+        version = entry.get("content-version")
+        rank = (
+            _CONTENT_VERSIONS.index(version)
+            if version in _CONTENT_VERSIONS
+            else len(_CONTENT_VERSIONS)
+        )
+        found.append((rank, 0 if is_open_licence_url(url) else 1, position, url))
+    if not found:
+        return SourceMetadata()
+    return SourceMetadata(licence=min(found)[3], basis="crossref")

@@ -7,6 +7,7 @@ is ever sent to Elsevier, and the caller's key travels only there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -17,7 +18,14 @@ from ..ids import ArticleIds
 from ._common import fetch_ok, usable_credential, web_url
 from .crossref import fetch_crossref_work
 
-__all__ = ["ElsevierFetcher", "elsevier_xml_link", "is_elsevier_api_url", "is_full_text"]
+__all__ = [
+    "RAW_TEXT_ONLY",
+    "ElsevierFetcher",
+    "elsevier_xml_link",
+    "is_elsevier_api_url",
+    "is_full_text",
+    "is_raw_text_only",
+]
 
 log = get_logger(__name__)
 
@@ -25,6 +33,13 @@ _NAME: Final = "elsevier_oa"
 _CREDENTIAL: Final = "elsevier_api_key"
 _API_HOST: Final = "api.elsevier.com"
 _ROOT: Final = "full-text-retrieval-response"
+# Older answers carry the article only as <xocs:rawtext>. An abstract runs to a
+# couple of thousand characters; a raw text past this is the article itself.
+_RAW_TEXT_MIN: Final = 6000
+_RAW_TEXT = re.compile(rb"<xocs:rawtext\b[^>]*>(.*?)</xocs:rawtext\s*>", re.DOTALL)
+
+RAW_TEXT_ONLY: Final = "Elsevier raw text: the article's full text without section structure"
+"""``File.description`` of an Elsevier body that holds its text only as ``<xocs:rawtext>``."""
 
 
 def is_elsevier_api_url(url: object) -> bool:
@@ -67,15 +82,37 @@ def is_full_text(content: bytes) -> bool:
 
     The root must be ``full-text-retrieval-response`` (so an HTML page or a
     ``service-error`` never counts), and the body must hold ``<ce:sections``
-    or at least three ``<ce:para`` elements; an abstract-only answer (what a
-    non-entitled network gets for a subscription article) has neither.
+    or at least three ``<ce:para`` elements, or a substantial
+    ``<xocs:rawtext>`` (:func:`is_raw_text_only`); an abstract-only answer
+    (what a non-entitled network gets for a subscription article) has none.
     """
     if root_name(content) != _ROOT:
         return False
     # Kept as bytes, so it must parse safely here: no entity declarations, no absurd nesting.
     if safe_root_name(content) != _ROOT:
         return False
+    return _has_structure(content) or _raw_text_length(content) >= _RAW_TEXT_MIN
+
+
+def is_raw_text_only(content: bytes) -> bool:
+    """Return whether an Elsevier full-text answer holds its text only as ``<xocs:rawtext>``.
+
+    True when there are no structured sections (no ``<ce:sections``, fewer
+    than three ``<ce:para``) but a raw text of at least 6,000 characters (as
+    bytes); a short raw text is an abstract and does not count.
+    """
+    if root_name(content) != _ROOT or _has_structure(content):
+        return False
+    return _raw_text_length(content) >= _RAW_TEXT_MIN
+
+
+def _has_structure(content: bytes) -> bool:
     return b"<ce:sections" in content or content.count(b"<ce:para") >= 3
+
+
+def _raw_text_length(content: bytes) -> int:
+    match = _RAW_TEXT.search(content)
+    return len(match.group(1).strip()) if match else 0
 
 
 class ElsevierFetcher:
@@ -128,5 +165,7 @@ class ElsevierFetcher:
         if not is_full_text(content):
             log.info("Elsevier returned no full text for %s", article_ids.doi)
             return None
-        file = File(kind=FileKind.BODY, source=_NAME, media_type=ELSEVIER_XML, uri=link)
+        # A raw-text-only body says so: it has the words but no sections.
+        note = RAW_TEXT_ONLY if is_raw_text_only(content) else None
+        file = File(FileKind.BODY, _NAME, media_type=ELSEVIER_XML, uri=link, description=note)
         return Blob(file=file, content=content)

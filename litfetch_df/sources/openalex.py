@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
+from ..metadata import SourceMetadata
 from ._common import parsed_or_none
 from .bulk import chunk_answer, ids_by_key
 
@@ -26,6 +27,7 @@ __all__ = [
     "WORKS_URL",
     "check_api_key",
     "doi_lookup_key",
+    "openalex_access",
     "work_ids",
     "works_by_doi",
 ]
@@ -128,3 +130,21 @@ async def works_by_doi(
     what = f"OpenAlex works filter ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
     send = http.get(WORKS_URL, params=params, rate=Rate.OPENALEX)
     return await chunk_answer(send, what, read, logger=log, transient=_TRANSIENT_EXTRA)
+
+
+def openalex_access(work: Mapping[str, Any]) -> SourceMetadata:
+    """Return the access terms of an OpenAlex work, ``basis='openalex'``.
+
+    ``access`` is ``open_access.oa_status`` and ``licence``
+    ``best_oa_location.license``, both raw; a work with neither gives an
+    empty :class:`SourceMetadata`.
+    """
+    open_access = work.get("open_access")
+    best = work.get("best_oa_location")
+    status = open_access.get("oa_status") if isinstance(open_access, dict) else None
+    raw_licence = best.get("license") if isinstance(best, dict) else None
+    access = status.strip() if isinstance(status, str) and status.strip() else None
+    licence = raw_licence.strip() if isinstance(raw_licence, str) and raw_licence.strip() else None
+    if licence is None and access is None:
+        return SourceMetadata()
+    return SourceMetadata(licence=licence, access=access, basis="openalex")

@@ -121,6 +121,7 @@ class PmcOaFetcher:
 
     name: str = "pmc_oa_s3"
     requires: frozenset[str] = frozenset({"pmcid"})
+    kinds: frozenset[FileKind] = frozenset(FileKind)
 
     def __repr__(self) -> str:
         return "PmcOaFetcher()"

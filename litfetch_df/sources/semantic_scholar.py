@@ -14,6 +14,7 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
+from ..metadata import SourceMetadata
 from ._common import (
     GetRequest,
     download_file,
@@ -23,12 +24,14 @@ from ._common import (
     usable_credential,
     usable_text,
 )
+from .landing import is_landing_page
 
 __all__ = [
     "S2_PAPER_URL",
     "SemanticScholarFileSource",
     "SemanticScholarResolver",
     "fetch_s2_paper",
+    "s2_access",
     "s2_article_ids",
     "s2_paper_id",
     "s2_paper_request",
@@ -112,11 +115,15 @@ def s2_pdf_files(record: Mapping[str, Any]) -> tuple[File, ...]:
     """Return the record's ``openAccessPdf.url`` as a BODY ``application/pdf`` File (at most one).
 
     ``openAccessPdf`` missing or ``null``, or a ``url`` that is empty or not
-    http(s), gives ``()``.
+    http(s), gives ``()``; so does a DOI-resolver or landing-page URL (S2
+    gives ``https://doi.org/<doi>`` for some articles), which is no PDF.
     """
     pdf = record.get("openAccessPdf")
     url = pdf.get("url") if isinstance(pdf, dict) else None
     if not is_web_url(url):
+        return ()
+    if is_landing_page(str(url)):
+        log.debug("semantic_scholar: openAccessPdf.url is a landing page, not a PDF; not listed")
         return ()
     return (File(kind=FileKind.BODY, source=_NAME, media_type=PDF, uri=str(url).strip()),)
 
@@ -146,6 +153,7 @@ class SemanticScholarFileSource:
     """
 
     name: str = _NAME
+    kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
 
     def __repr__(self) -> str:
         return "SemanticScholarFileSource()"
@@ -205,3 +213,21 @@ class SemanticScholarResolver:
         if record is None:
             return article_ids
         return article_ids.merge(s2_article_ids(record))
+
+
+def s2_access(record: Mapping[str, Any]) -> SourceMetadata:
+    """Return the access terms of an S2 paper record, ``basis='semantic_scholar'``.
+
+    ``licence`` is ``openAccessPdf.license`` and ``access`` ``openAccessPdf.status``,
+    both raw (``"CCBY"``, ``"HYBRID"``); a record with neither gives an empty
+    :class:`SourceMetadata`. The status holds even when the PDF URL is a
+    landing page.
+    """
+    pdf = record.get("openAccessPdf")
+    if not isinstance(pdf, dict):
+        return SourceMetadata()
+    licence = usable_text(pdf.get("license"))
+    access = usable_text(pdf.get("status"))
+    if licence is None and access is None:
+        return SourceMetadata()
+    return SourceMetadata(licence=licence, access=access, basis="semantic_scholar")

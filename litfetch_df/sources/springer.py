@@ -24,6 +24,7 @@ from .._http import Http, Rate, get_logger, url_with_query
 from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
+from ..metadata import SourceMetadata
 from ..publishers import Publisher, by_prefix
 from ._common import GetRequest, download_file, fetch_json_object, fetch_ok, usable_credential
 
@@ -33,6 +34,7 @@ __all__ = [
     "SpringerFetcher",
     "SpringerFileSource",
     "extract_article",
+    "springer_meta_access",
     "springer_meta_files",
     "springer_meta_request",
     "springer_oa_request",
@@ -284,3 +286,18 @@ def _pdf_url(record: Mapping[str, Any]) -> str | None:
             if scheme in {"http", "https"}:
                 return url
     return None
+
+
+def springer_meta_access(record: Mapping[str, Any]) -> SourceMetadata:
+    """Return the access status a Meta API record states, ``basis='springer'``.
+
+    ``openaccess`` is the string ``"true"`` for open access (``access =
+    "open-access"``) and ``"false"`` for a subscription article (``access =
+    "closed"``); anything else states nothing. The record names no licence.
+    """
+    flag = record.get("openaccess")
+    if flag == "true":
+        return SourceMetadata(access="open-access", basis="springer")
+    if flag == "false":
+        return SourceMetadata(access="closed", basis="springer")
+    return SourceMetadata()

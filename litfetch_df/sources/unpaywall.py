@@ -15,6 +15,7 @@ from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path
 from ..metadata import SourceMetadata
 from ._common import download_file, fetch_json_object, is_web_url, usable_text
+from .landing import is_landing_page
 
 __all__ = [
     "UNPAYWALL_URL",
@@ -71,10 +72,14 @@ def unpaywall_files(record: Mapping[str, Any]) -> tuple[File, ...]:
     """Return the record's best-OA-location PDF as a BODY ``application/pdf`` File (at most one).
 
     A closed article (``best_oa_location: null``) or a location without an
-    http(s) ``url_for_pdf`` gives ``()``.
+    http(s) ``url_for_pdf`` gives ``()``, and so does a ``url_for_pdf`` that is
+    a DOI-resolver or landing-page URL.
     """
     url = _best_location(record).get("url_for_pdf")
     if not is_web_url(url):
+        return ()
+    if is_landing_page(str(url)):
+        log.debug("unpaywall: url_for_pdf is a landing page, not a PDF; not listed")
         return ()
     return (File(kind=FileKind.BODY, source=_NAME, media_type=PDF, uri=str(url).strip()),)
 
@@ -100,6 +105,7 @@ class UnpaywallFileSource:
     """
 
     name: str = _NAME
+    kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
 
     def __init__(self, *, email: str | None = None) -> None:
         self.email = email

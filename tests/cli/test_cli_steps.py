@@ -30,7 +30,14 @@ ADDED: dict[str, list[str]] = {
     "resolve": ["pmid", "pmcid", "doi", "bookid", "resolve_error"],
     "bodies": ["body_source", "body_media_type", "body_size", "body_error"],
     "files": ["n_files", "files_error"],
-    "licences": ["licence", "licence_family", "access", "licence_basis", "licence_error"],
+    "licences": [
+        "licence",
+        "licence_family",
+        "access",
+        "licence_basis",
+        "access_basis",  # issue 15: which basis gave the access status
+        "licence_error",
+    ],
     "related": ["related", "n_related", "preprint_doi", "published_doi", "related_error"],
 }
 
