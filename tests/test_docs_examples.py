@@ -216,6 +216,20 @@ def test_the_docs_have_runnable_examples() -> None:
         assert runnable.get(name, 0) >= 1, f"{name} has no runnable example: {runnable}"
 
 
+# Pages whose conventions say top-level ``await`` examples are Jupyter cells.
+JUPYTER_STYLE = frozenset({"api-reference.md"})
+
+
+def test_examples_are_plain_python_unless_the_page_says_they_are_cells() -> None:
+    for path in doc_files():
+        if path.name in JUPYTER_STYLE:
+            continue
+        for block in extract_blocks(path):
+            if block.lang in PYTHON_LANGS:
+                # No top-level await: the example runs as written in a script.
+                compile(block.code, f"<{block.where}>", "exec", dont_inherit=True)
+
+
 def test_live_examples_still_compile() -> None:
     for path in doc_files():
         for block in extract_blocks(path):
@@ -362,3 +376,18 @@ def test_the_adr_index_lists_every_record() -> None:
     index = (adr / "README.md").read_text(encoding="utf-8")
     for record in sorted(adr.glob("[0-9][0-9][0-9][0-9]-*.md")):
         assert f"]({record.name})" in index, f"docs/adr/README.md does not list {record.name}"
+
+
+def test_the_licence_file_matches_the_declared_licence() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License") and "the litfetch_df authors" in text
+    assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_contributing_cites_files_that_exist() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    cited = re.findall(r"\b((?:docs|tests|tools|benchmarks|notebooks)/[\w./-]+\w)", text)
+    assert cited
+    # Placeholders (tests/test_x.py) name no file.
+    missing = [c for c in cited if not (ROOT / c).exists() and "_x." not in c]
+    assert not missing, f"CONTRIBUTING.md cites missing files: {missing}"
