@@ -391,3 +391,24 @@ def test_contributing_cites_files_that_exist() -> None:
     # Placeholders (tests/test_x.py) name no file.
     missing = [c for c in cited if not (ROOT / c).exists() and "_x." not in c]
     assert not missing, f"CONTRIBUTING.md cites missing files: {missing}"
+
+
+def test_binder_is_pinned_exactly_and_within_the_declared_bounds() -> None:
+    from packaging.requirements import Requirement
+
+    pins: dict[str, str] = {}
+    for line in (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version and "<" not in line and ">" not in line, f"not an exact pin: {line}"
+            pins[name.lower().replace("_", "-")] = version
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = text.split("dependencies = [", 1)[1].split("]", 1)[0]
+    declared = [Requirement(d) for d in re.findall(r'"([^"]+)"', block)]
+    declared += [Requirement("matplotlib>=3.8"), Requirement("pyarrow>=14")]  # plot, parquet
+    for req in declared:
+        assert req.name in pins, f"binder/requirements.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[req.name]), f"{req.name}=={pins[req.name]}"
+    runtime = (ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip()
+    assert runtime.startswith("python-3.")
