@@ -23,6 +23,7 @@ from .frame import (
     reset_options,
     set_options,
 )
+from .frame.parquet import read_parquet
 from .frame.readers import read_pubmed, read_table
 from .ids import ArticleIds
 from .metadata import Related, RelationType, SourceMetadata
@@ -116,6 +117,7 @@ __all__ = [
     "ids",
     "list_files",
     "option_context",
+    "read_parquet",
     "read_pubmed",
     "read_table",
     "related_ids",

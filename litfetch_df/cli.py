@@ -53,15 +53,14 @@ from . import frame as _frame  # noqa: F401  (importing it registers the .lit ac
 from ._http import redact_text
 from ._version import __version__
 from .cache import FILE_NAME, ResponseCache
-from .files import Blob
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import Interrupted, run_sync
 from .frame.columns import CANONICAL, detect_id_columns
+from .frame.export import flatten
 from .frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 from .frame.pipeline import files_long, is_abandoned
 from .frame.readers import read_table
 from .frame.summary import summarise
-from .metadata import Related
 from .session import Session
 
 __all__ = [
@@ -400,21 +399,6 @@ def _format_of(path: str | os.PathLike[str]) -> str:
     return fmt
 
 
-def _related_text(value: object) -> str | None:
-    if not isinstance(value, tuple | list) or not value:
-        return None
-    parts = [f"{r.relation.value}:{r.ids.doi}" for r in value if isinstance(r, Related)]
-    return "; ".join(parts) or None
-
-
-def _cell_text(value: object) -> object:
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, Blob):
-        return None
-    return str(value)
-
-
 def flatten_result(frame: pd.DataFrame) -> pd.DataFrame:
     """Return ``frame`` with only scalar cells, ready for CSV or Parquet.
 
@@ -422,17 +406,11 @@ def flatten_result(frame: pd.DataFrame) -> pd.DataFrame:
     and ``body_path`` stay; ``files`` is dropped in favour of ``n_files`` (the
     long form is written separately); ``related`` becomes text such as
     ``"published:10.1000/x; preprint:10.1101/y"``. Any other non-scalar cell
-    is written as its text.
+    is written as its text. Identifier columns are text (no ``.0``), so
+    :func:`~litfetch_df.read_table` reads them back as they were.
     """
-    out = frame.drop(columns=[c for c in ("body", "files") if c in frame.columns])
-    if "related" in out.columns:
-        texts = [_related_text(v) for v in out["related"].tolist()]
-        out = out.assign(related=pd.array(texts, dtype="string"))
-    for column in out.columns:
-        if out[column].dtype == object:
-            values = [_cell_text(v) for v in out[column].tolist()]
-            out[column] = pd.Series(values, index=out.index, dtype=object)
-    return out
+    out = flatten(frame, files=False)
+    return out.drop(columns=[c for c in ("body",) if c in out.columns])
 
 
 def _long_frame(long: pd.DataFrame) -> pd.DataFrame:
@@ -507,6 +485,11 @@ def summary_text(frame: pd.DataFrame) -> str:
 # -- checks before any work --------------------------------------------------------------------
 
 
+def _has_cache(path: Path) -> bool:
+    """Whether ``path`` is a response-cache file or a directory holding one."""
+    return (path / FILE_NAME).is_file() if path.is_dir() else path.is_file()
+
+
 def _check_writable_dir(directory: Path, what: str) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -523,7 +506,11 @@ def _check_output(path: Path) -> None:
         raise CliError(EXIT_OUTPUT, f"cannot write output {path}: it is a directory")
     if path.exists() and not os.access(path, os.W_OK):
         raise CliError(EXIT_OUTPUT, f"cannot write output {path}: permission denied")
-    _check_writable_dir(path.parent if str(path.parent) else Path("."), "into directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        # A typo in the path must not leave new directories behind.
+        raise CliError(EXIT_OUTPUT, f"cannot write output {path}: no directory {parent}")
+    _check_writable_dir(parent, "into directory")
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -704,6 +691,12 @@ def _command_run(
     offline = args.offline or environ.get(OFFLINE_ENV, "").strip().lower() in _TRUE
     if offline and cache is None:
         raise CliError(EXIT_USAGE, f"--offline replays a cache: give --cache DIR (or {CACHE_ENV})")
+    if offline and cache is not None and not _has_cache(Path(cache).expanduser()):
+        raise CliError(
+            EXIT_CACHE,
+            f"no response cache at {cache}: --offline replays an existing cache "
+            "(check the path, or run once without --offline to fill it)",
+        )
     if args.files_dir and "files" not in args.steps:
         raise CliError(EXIT_USAGE, "--files-dir needs the files step (--steps ...,files)")
     if args.bodies_dir and "bodies" not in args.steps:
@@ -738,7 +731,7 @@ def _command_run(
         if args.quiet
         else (lambda text: print(f"{PROG}: {text}", file=err, flush=True))
     )
-    if contact is None and "licences" in args.steps:
+    if contact is None and "licences" in args.steps and not offline:
         say(
             f"no contact email (--contact or {CONTACT_ENV}): Unpaywall is skipped, so "
             "licences come only from body bytes"
@@ -757,7 +750,7 @@ def _command_run(
     common: dict[str, Any] = {
         "session": session,
         "credentials": _credentials(environ),
-        "progress": False if args.no_progress else None,
+        "progress": False if args.no_progress or args.quiet else None,
     }
     if args.concurrency is not None:
         common["concurrency"] = args.concurrency

@@ -62,3 +62,12 @@ class Related(NamedTuple):
 
     relation: RelationType
     ids: ArticleIds
+
+    def __str__(self) -> str:
+        """One short line for a table cell: ``'has preprint 10.1101/…'``, ``'published as …'``."""
+        ids = self.ids
+        shown = ids.doi or ids.pmcid or ids.pmid or ids.bookid or "?"
+        if len(shown) > 40:
+            shown = shown[:39] + "…"
+        verb = "has preprint" if self.relation is RelationType.PREPRINT else "published as"
+        return f"{verb} {shown}"

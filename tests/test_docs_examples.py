@@ -216,6 +216,20 @@ def test_the_docs_have_runnable_examples() -> None:
         assert runnable.get(name, 0) >= 1, f"{name} has no runnable example: {runnable}"
 
 
+# Pages whose conventions say top-level ``await`` examples are Jupyter cells.
+JUPYTER_STYLE = frozenset({"api-reference.md"})
+
+
+def test_examples_are_plain_python_unless_the_page_says_they_are_cells() -> None:
+    for path in doc_files():
+        if path.name in JUPYTER_STYLE:
+            continue
+        for block in extract_blocks(path):
+            if block.lang in PYTHON_LANGS:
+                # No top-level await: the example runs as written in a script.
+                compile(block.code, f"<{block.where}>", "exec", dont_inherit=True)
+
+
 def test_live_examples_still_compile() -> None:
     for path in doc_files():
         for block in extract_blocks(path):
@@ -362,3 +376,39 @@ def test_the_adr_index_lists_every_record() -> None:
     index = (adr / "README.md").read_text(encoding="utf-8")
     for record in sorted(adr.glob("[0-9][0-9][0-9][0-9]-*.md")):
         assert f"]({record.name})" in index, f"docs/adr/README.md does not list {record.name}"
+
+
+def test_the_licence_file_matches_the_declared_licence() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License") and "the litfetch_df authors" in text
+    assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_contributing_cites_files_that_exist() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    cited = re.findall(r"\b((?:docs|tests|tools|benchmarks|notebooks)/[\w./-]+\w)", text)
+    assert cited
+    # Placeholders (tests/test_x.py) name no file.
+    missing = [c for c in cited if not (ROOT / c).exists() and "_x." not in c]
+    assert not missing, f"CONTRIBUTING.md cites missing files: {missing}"
+
+
+def test_binder_is_pinned_exactly_and_within_the_declared_bounds() -> None:
+    from packaging.requirements import Requirement
+
+    pins: dict[str, str] = {}
+    for line in (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version and "<" not in line and ">" not in line, f"not an exact pin: {line}"
+            pins[name.lower().replace("_", "-")] = version
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = text.split("dependencies = [", 1)[1].split("]", 1)[0]
+    declared = [Requirement(d) for d in re.findall(r'"([^"]+)"', block)]
+    declared += [Requirement("matplotlib>=3.8"), Requirement("pyarrow>=14")]  # plot, parquet
+    for req in declared:
+        assert req.name in pins, f"binder/requirements.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[req.name]), f"{req.name}=={pins[req.name]}"
+    runtime = (ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip()
+    assert runtime.startswith("python-3.")

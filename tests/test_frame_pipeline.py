@@ -373,10 +373,11 @@ async def test_resolve_rerun_retries_only_abandoned_rows(world: FakeUpstream) ->
     world.fail_next(NCBI, IDCONV, *[FakeResponse(503, b"busy")] * 3)
     df = pd.DataFrame({"PMID": ["30000001", "30000002", "", "x"]})
     first = await df.lit.resolve_async(resolver=resolver, session=session, **CFG)
-    assert (
-        first["resolve_error"].tolist()[:2]
-        == ["abandoned: HTTP 503 from pmc.ncbi.nlm.nih.gov after 3 attempts"] * 2
-    )
+    # Each row's text ends with the row's own id (not the batch URL naming both).
+    assert first["resolve_error"].tolist()[:2] == [
+        f"abandoned: HTTP 503 from pmc.ncbi.nlm.nih.gov after 3 attempts [pmid {pmid}]"
+        for pmid in ("30000001", "30000002")
+    ]
     assert pd.isna(first.loc[2, "resolve_error"])
     assert first.loc[3, "resolve_error"] == "invalid pmid: 'x'"
     assert first["pmcid"].isna().all()

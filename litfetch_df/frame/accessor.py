@@ -12,7 +12,7 @@ access.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Sequence
 from typing import Any, TypeVar, Unpack
 
 import pandas as pd
@@ -24,6 +24,7 @@ from .bridge import run_sync
 from .columns import CANONICAL, IdColumns, detect_id_columns, kind_of_name, sniff_kind
 from .pipeline import CallOptions
 from .summary import summarise
+from .view import view as _view
 
 __all__ = ["LitFrameAccessor", "LitSeriesAccessor"]
 
@@ -70,6 +71,43 @@ class LitFrameAccessor:
     async def summary_async(self) -> pd.DataFrame:
         """Awaitable twin of :meth:`summary` (it sends no request)."""
         return summarise(self._frame)
+
+    def view(self, *extra: Hashable) -> pd.DataFrame:
+        """Return a new, narrow frame of what matters first; the display options are untouched.
+
+        Columns, where the frame has them: ``pmid``, ``pmcid``, ``doi``,
+        ``bookid``, then any ``extra`` columns named (a title, say), then
+        ``body_source``, ``licence_family``, ``oa_status``, ``access``,
+        ``body_size``, ``n_files``, ``n_related`` and the error columns. Same
+        index and rows; no request is sent.
+        """
+        return _view(self._frame, extra)
+
+    # -- saving --------------------------------------------------------------------------
+
+    def to_parquet(self, path: str | os.PathLike[str], **kwargs: Any) -> None:
+        """Write the frame to Parquet with every column the steps add (needs pyarrow).
+
+        Bodies are saved as bytes with their file reference, ``files`` and
+        ``related`` as lists of records; :func:`litfetch_df.read_parquet`
+        gives the same frame back (see :mod:`litfetch_df.frame.parquet`).
+        ``kwargs`` go to :func:`pyarrow.parquet.write_table`.
+        """
+        from .parquet import to_parquet
+
+        to_parquet(self._frame, path, **kwargs)
+
+    def to_csv(self, path: str | os.PathLike[str], **kwargs: Any) -> None:
+        """Write the frame as CSV with plain columns; ids stay text (no ``.0`` on a PMID).
+
+        Bodies are left out (their source, type and size stay), ``files``
+        and ``related`` become text (see :mod:`litfetch_df.frame.export`).
+        Read it back with :func:`litfetch_df.read_table`. ``kwargs`` go to
+        :meth:`pandas.DataFrame.to_csv` (no index unless ``index=True``).
+        """
+        from .export import to_csv
+
+        to_csv(self._frame, path, **kwargs)
 
     # -- everything in one pass -----------------------------------------------------------
 

@@ -554,15 +554,15 @@ async def run(
     the ids are read as they stand.
     """
     wanted = parse_steps(steps)
-    async with _context(config or {}) as ctx:
+    async with _context(config or {}, frame, "run") as ctx:
         base = frame
         if "resolve" in wanted:
             base = await _resolve(base, ctx, resolver, force)
             ctx = dataclasses.replace(ctx, explicit={})
         per_row = [step for step in wanted if step != "resolve"]
         if not per_row:
-            return base
-        return await _pass(
+            return ctx.stamp(base.copy(deep=False) if base is frame else base)
+        out = await _pass(
             base,
             ctx,
             per_row,
@@ -572,3 +572,4 @@ async def run(
             out_dir=out_dir,
             force=force,
         )
+        return ctx.stamp(out)

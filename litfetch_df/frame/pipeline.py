@@ -58,6 +58,8 @@ from ..operations.types import BatchResolver, Fetcher, FileSource
 from ..session import Session
 from . import bulk
 from .bridge import offer_partial
+from .cells import file_set
+from .cells import relations as relations_cell
 from .columns import (
     CANONICAL,
     IdColumns,
@@ -66,10 +68,12 @@ from .columns import (
     detect_id_columns,
     parse_rows,
 )
+from .errors import compact, row_error, untagged
 from .licence_family import licence_family
 from .options import Options, effective, get_options
 from .outdir import OutDir
 from .progress import Progress
+from .provenance import Provenance, from_attrs, of_session, stamp, warn_going_online
 
 __all__ = [
     "FILE_COLUMNS",
@@ -198,13 +202,13 @@ async def _attempt(
     try:
         value = await call()
     except UpstreamUnavailable as exc:
-        return Outcome(error=f"abandoned: {_short(str(exc))}")
+        return Outcome(error=f"abandoned: {_short(compact(str(exc)))}")
     except Exception as exc:
         log.warning("unit failed: %s: %s", type(exc).__name__, _short(str(exc)))
-        return Outcome(error=f"error: {type(exc).__name__}: {_short(str(exc))}")
+        return Outcome(error=f"error: {type(exc).__name__}: {_short(compact(str(exc)))}")
     failures = scope.failures[since:]
     if empty(value) and failures:
-        return Outcome(error=f"abandoned: {_short(failures[0])}")
+        return Outcome(error=f"abandoned: {_short(compact(failures[0]))}")
     return Outcome(value=value)
 
 
@@ -257,6 +261,12 @@ class _Ctx:
     session: Session
     options: Options
     explicit: dict[str, Hashable | None]
+    # The settings the step's frame records (see frame.provenance).
+    provenance: Provenance = dataclasses.field(default_factory=Provenance)
+
+    def stamp(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Record this call's session settings in ``frame.attrs``; return ``frame``."""
+        return stamp(frame, self.provenance)
 
 
 def _split(config: CallOptions) -> tuple[Session | None, Options, dict[str, Hashable | None]]:
@@ -286,38 +296,71 @@ _OPENED_BY_CALLS: weakref.WeakSet[Session] = weakref.WeakSet()
 _OPENED_LOCK = threading.Lock()
 
 
+def _inherit(
+    config: CallOptions, frame: pd.DataFrame | None
+) -> tuple[CallOptions, Provenance | None]:
+    """Fill in the session settings ``frame`` was made with, where the call gives none.
+
+    Returns the call's configuration to use and the frame's recorded settings.
+    A frame made with a cache (or offline) gets a session with that cache, its
+    TTL, contact and offline flag, unless the call names a session, a
+    contact, a cache or ``offline`` itself; otherwise only a recorded contact
+    fills a missing one.
+    """
+    inherited = from_attrs(frame.attrs) if frame is not None else None
+    told = config.get("session") is not None or any(
+        config.get(k) is not None for k in ("contact", "cache", "offline")
+    )
+    if inherited is None or told:
+        return config, inherited
+    cfg = cast(dict[str, Any], dict(config))
+    if inherited.cache is not None or inherited.offline:
+        timeout = cfg.pop("timeout", None)
+        cfg["session"] = inherited.session(timeout=timeout or get_options().timeout)
+    elif inherited.contact is not None and get_options().contact is None:
+        cfg["contact"] = inherited.contact
+    return cast(CallOptions, cfg), inherited
+
+
 @contextlib.asynccontextmanager
-async def _context(config: CallOptions) -> AsyncIterator[_Ctx]:
+async def _context(
+    config: CallOptions, frame: pd.DataFrame | None = None, method: str = ""
+) -> AsyncIterator[_Ctx]:
+    """The session and options of one call, from ``config``, ``frame.attrs`` and the defaults."""
+    config, inherited = _inherit(config, frame)
     given, options, explicit = _split(config)
-    if given is not None:
-        with _OPENED_LOCK:
-            if given in _OPENED_BY_CALLS:
-                raise RuntimeError(
-                    "this Session is in use by another .lit call running at the same time "
-                    "(another thread?); give each thread its own Session, or open one with "
-                    "'async with' and make the calls from that event loop"
-                )
-            borrowed = given.is_open
-            if not borrowed:
-                _OPENED_BY_CALLS.add(given)
-        if borrowed:
-            yield _Ctx(given, options, explicit)
-            return
-        try:
-            async with given:
-                yield _Ctx(given, options, explicit)
-        finally:
-            with _OPENED_LOCK:
-                _OPENED_BY_CALLS.discard(given)
-        return
-    session = Session(
+    session = given or Session(
         contact=options.contact,
         cache=options.cache,
         offline=options.offline,
         timeout=options.timeout,
     )
-    async with session:
-        yield _Ctx(session, options, explicit)
+    if inherited is not None and inherited.offline and not session.offline:
+        warn_going_online(inherited, method)
+    ctx = _Ctx(session, options, explicit, of_session(session))
+    if given is None:
+        async with session:
+            yield ctx
+        return
+    with _OPENED_LOCK:
+        if given in _OPENED_BY_CALLS:
+            raise RuntimeError(
+                "this Session is in use by another .lit call running at the same time "
+                "(another thread?); give each thread its own Session, or open one with "
+                "'async with' and make the calls from that event loop"
+            )
+        borrowed = given.is_open
+        if not borrowed:
+            _OPENED_BY_CALLS.add(given)
+    if borrowed:
+        yield ctx
+        return
+    try:
+        async with given:
+            yield ctx
+    finally:
+        with _OPENED_LOCK:
+            _OPENED_BY_CALLS.discard(given)
 
 
 # -- small helpers for building columns ------------------------------------------------------
@@ -488,8 +531,9 @@ def _fill(
         error = outcome.error
         reason = plan.unresolved[i] if plan.unresolved else None
         if error is None and reason is not None and (outcome.value is None or empty(outcome.value)):
-            error = f"abandoned: ids not resolved ({_short(reason.removeprefix('abandoned: '))})"
-        errors[i] = _join(plan.parse_errors[i], error)
+            cause = untagged(reason).removeprefix("abandoned: ")
+            error = f"abandoned: ids not resolved ({_short(cause)})"
+        errors[i] = _join(plan.parse_errors[i], row_error(error, plan.bundles[i]))
     values[error_column] = errors
     return _with_columns(frame, values, dtypes)
 
@@ -622,7 +666,7 @@ async def _resolve(
             raise ValueError(
                 f"batch resolver returned {len(resolved)} results for {len(members)} inputs"
             )
-        reason = _short(http.failures[0]) if http.failures else "no answer after retries"
+        reason = _short(compact(http.failures[0])) if http.failures else "no answer after retries"
         return (
             {k: first[k].merge(r) for k, r in zip(members, resolved, strict=True)},
             {members[i] for i in abandoned if 0 <= i < len(members)},
@@ -677,7 +721,7 @@ def _resolved_frame(
         ids = plan.bundles[i].merge(outcome_k.value or ArticleIds())
         for kind in CANONICAL:
             values[kind][i] = getattr(ids, kind)
-        errors[i] = _join(plan.parse_errors[i], outcome_k.error)
+        errors[i] = _join(plan.parse_errors[i], row_error(outcome_k.error, plan.bundles[i]))
     values["resolve_error"] = errors
     assert all(len(v) == n for v in values.values())
     return _with_columns(frame, values, _RESOLVE_DTYPES)
@@ -696,8 +740,8 @@ async def resolve(
     ``resolve_error``. On a frame that was resolved before, only abandoned
     rows are sent again (``force=True`` redoes every row).
     """
-    async with _context(config or {}) as ctx:
-        return await _resolve(frame, ctx, resolver, force)
+    async with _context(config or {}, frame, "resolve") as ctx:
+        return ctx.stamp(await _resolve(frame, ctx, resolver, force))
 
 
 async def _ensure_resolved(
@@ -832,7 +876,7 @@ async def fetch_bodies(
     ``body`` (the :class:`Blob`), or ``body_path`` when ``out_dir`` is given,
     plus ``body_source``, ``body_media_type``, ``body_size``, ``body_error``.
     """
-    async with _context(config or {}) as ctx:
+    async with _context(config or {}, frame, "fetch_bodies") as ctx:
         base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
         plan = _plan(base, ctx, "body_error", force)
         step = _Bodies(
@@ -842,7 +886,7 @@ async def fetch_bodies(
         )
         if step.out is not None:
             step.out.reserve_bodies(plan.bundles)  # names in row order, not completion order
-        return await _bundle_step(
+        out = await _bundle_step(
             base,
             plan,
             ctx,
@@ -855,6 +899,7 @@ async def fetch_bodies(
             credentials=step.credentials,
             label=_body_label,
         )
+        return ctx.stamp(out)
 
 
 # -- licences ---------------------------------------------------------------------------------
@@ -967,7 +1012,7 @@ async def licences(
     ``'unpaywall'``; needs a contact). ``licence_basis`` says where the licence
     came from, ``access_basis`` where the access status came from.
     """
-    async with _context(config or {}) as ctx:
+    async with _context(config or {}, frame, "licences") as ctx:
         base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)
         plan = _plan(base, ctx, "licence_error", force)
         bodies = _previous(base, "body")
@@ -1016,7 +1061,7 @@ async def licences(
             label=_licence_label,
             partial=lambda done: build(done, INTERRUPTED),
         )
-        return build(outcomes, None)
+        return ctx.stamp(build(outcomes, None))
 
 
 # -- file-sets --------------------------------------------------------------------------------
@@ -1059,7 +1104,7 @@ class _Files:
 
 
 def _files_cells(found: tuple[File, ...]) -> dict[str, object]:
-    return {"files": tuple(found), "n_files": len(found)}
+    return {"files": file_set(found), "n_files": len(found)}
 
 
 def _none_found(found: tuple[Any, ...]) -> bool:
@@ -1105,8 +1150,8 @@ async def list_files(
     config: CallOptions | None = None,
 ) -> pd.DataFrame:
     """Add each row's file-set: ``files`` (a tuple of File), ``n_files``, ``files_error``."""
-    async with _context(config or {}) as ctx:
-        return await _list_files(
+    async with _context(config or {}, frame, "list_files") as ctx:
+        out = await _list_files(
             frame,
             ctx,
             sources=sources,
@@ -1115,6 +1160,7 @@ async def list_files(
             resolve=resolve,
             force=force,
         )
+        return ctx.stamp(out)
 
 
 def _ids_columns(frame: pd.DataFrame) -> dict[str, list[object]]:
@@ -1158,7 +1204,9 @@ def _long(
             else (frame.index[:0])
         )
     data = {c: _column(v, dtypes.get(c, "string"), index) for c, v in rows.items()}
-    return pd.DataFrame(data, index=index)
+    out = pd.DataFrame(data, index=index)
+    out.attrs = dict(frame.attrs)  # the session settings travel to the long form too
+    return out
 
 
 # In FILE_COLUMNS order: the long frame's columns follow it.
@@ -1257,7 +1305,7 @@ async def fetch_files(
     turned into one with :func:`files`. Names are safe and collision-free:
     hostile upstream filenames cannot leave ``out_dir``.
     """
-    async with _context(config or {}) as ctx:
+    async with _context(config or {}, frame, "fetch_files") as ctx:
         if not {"kind", "source"} <= set(frame.columns):
             listed = await _list_files(
                 frame, ctx, sources=sources, kind=kind, resolver=None, resolve=True, force=False
@@ -1340,7 +1388,7 @@ async def fetch_files(
             label=lambda _: "written",
             partial=lambda done: build(done, INTERRUPTED),
         )
-        return build(outcomes, None)
+        return ctx.stamp(build(outcomes, None))
 
 
 # -- relations --------------------------------------------------------------------------------
@@ -1366,7 +1414,7 @@ def _first_doi(found: tuple[Related, ...], relation: RelationType) -> str | None
 
 def _related_cells(found: tuple[Related, ...]) -> dict[str, object]:
     return {
-        "related": tuple(found),
+        "related": relations_cell(found),
         "n_related": len(found),
         "preprint_doi": _first_doi(found, RelationType.PREPRINT),
         "published_doi": _first_doi(found, RelationType.PUBLISHED),
@@ -1408,8 +1456,10 @@ async def related(
 ) -> pd.DataFrame:
     """Add preprint / published counterparts: ``related``, ``n_related``, ``preprint_doi``,
     ``published_doi``, ``related_error``."""
-    async with _context(config or {}) as ctx:
-        return await _related(frame, ctx, resolver=resolver, resolve=resolve, force=force)
+    async with _context(config or {}, frame, "related") as ctx:
+        return ctx.stamp(
+            await _related(frame, ctx, resolver=resolver, resolve=resolve, force=force)
+        )
 
 
 _RELATION_FIELDS: Final[Mapping[str, Callable[[Related], object]]] = {

@@ -73,7 +73,9 @@ class Progress:
         if error:
             self.errors += rows
         if self._bar is not None:
-            self._bar.set_postfix(self.postfix(), refresh=False)
+            # As text: tqdm prints numbers in its short form (10000 as "1e+4").
+            shown = {k: str(v) for k, v in self.postfix().items()}
+            self._bar.set_postfix(shown, refresh=False)
             self._bar.update(rows)
 
     def close(self) -> None:

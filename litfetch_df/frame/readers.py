@@ -215,7 +215,9 @@ def read_table(
     """Read a table of articles from ``path``, choosing the reader by suffix.
 
     ``.csv`` and ``.tsv`` / ``.tab`` (optionally ``.gz``, ``.bz2``, ``.xz``,
-    ``.zip``, ``.zst`` compressed) go to :func:`pandas.read_csv`; ``.parquet``
+    ``.zip``, ``.zst`` compressed) go to :func:`pandas.read_csv` (an
+    uncompressed ``.csv`` whose header holds more ``;`` than ``,`` is read
+    with ``sep=";"``, as spreadsheets save it in many locales); ``.parquet``
     to :func:`pandas.read_parquet`; ``.txt``, ``.nbib``, ``.medline`` and
     ``.xml`` to :func:`read_pubmed`. Extra keyword arguments go to that
     reader. ``encoding`` applies to text files; a UTF-8 BOM is dropped.
@@ -252,6 +254,8 @@ def read_table(
         "na_values": [""],
         "encoding": "utf-8-sig" if encoding.lower() in _UTF8_NAMES else encoding,
     }
+    if kind == ".csv" and not compressed and "sep" not in kw and "delimiter" not in kw:
+        options["sep"] = _sniff_separator(p, options["encoding"])
     options.update(kw)
     try:
         frame = pd.read_csv(p, **options)
@@ -259,6 +263,20 @@ def read_table(
         # pandas decodes in chunks, so the offset it reports is not the file's.
         raise _undecodable(str(p), encoding, exc, offset=False) from exc
     return _all_string(frame)
+
+
+def _sniff_separator(path: Path, encoding: str) -> str:
+    """Return ``";"`` for a ``.csv`` whose header is separated by semicolons, else ``","``.
+
+    Spreadsheets in many locales save "CSV" with ``;``; read with ``,`` such a
+    file is one column and no identifier column is found.
+    """
+    try:
+        with path.open(encoding=encoding, errors="replace", newline="") as handle:
+            header = handle.readline(65536)
+    except (OSError, LookupError):
+        return ","
+    return ";" if header.count(";") > header.count(",") else ","
 
 
 # --------------------------------------------------------------------------- frames

@@ -23,6 +23,9 @@ ERROR_COLUMNS = (
 """The steps' error columns, in pipeline order."""
 
 
+_NOT_ROWS = frozenset({("files", "files")})
+
+
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     """Return counts of what the frame holds, indexed by ``(section, item)``.
 
@@ -32,7 +35,8 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     and ``licence_basis`` (per basis); ``files`` (rows with at
     least one file, and files in total); ``errors`` (rows with an error per
     step) and ``abandoned`` (the retryable part of those). Columns: ``count``
-    (Int64) and ``share`` (fraction of all rows, Float64).
+    (Int64) and ``share`` (fraction of all rows, Float64; NA for the number
+    of files, which counts files, not rows).
     """
     n = len(frame)
     entries: list[tuple[str, str, int]] = [("rows", "total", n)]
@@ -69,5 +73,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         entries.append(("abandoned", step, sum(1 for c in cells[column] if is_abandoned(c))))
     index = pd.MultiIndex.from_tuples([(s, i) for s, i, _ in entries], names=["section", "item"])
     counts_arr = pd.array([c for _, _, c in entries], dtype="Int64")
-    share = pd.array([c / n if n else None for _, _, c in entries], dtype="Float64")
+    # The number of files is not a number of rows: it has no share of the rows.
+    share = pd.array(
+        [c / n if n and (s, i) not in _NOT_ROWS else None for s, i, c in entries],
+        dtype="Float64",
+    )
     return pd.DataFrame({"count": counts_arr, "share": share}, index=index)

@@ -25,6 +25,7 @@ def test_run_every_step_writes_table_bodies_and_files(
     world: FakeUpstream, export: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out" / "result.csv"
+    out.parent.mkdir()  # the output's directory must exist (-o never creates one)
     bodies, files = tmp_path / "bodies", tmp_path / "files"
     code = run(
         [
