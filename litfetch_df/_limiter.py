@@ -7,7 +7,7 @@ without one starts conservatively and adapts (design: ADR 0007):
 * each request reserves the next start slot, one interval (``1 / rate``) after
   the previous one, and holds one of the host's in-flight places;
 * a throttling answer (429, 503, or a domain's own "slow down" status) cuts the
-  rate in half once per episode, remembers 90 % of the rate that provoked it as
+  rate in half once per episode, remembers 80 % of the rate that provoked it as
   a learned ceiling, and pauses the whole host until the later of its
   ``Retry-After`` and a back-off of its own; queued requests then take fresh
   slots after the pause, one interval apart, so the host never sees a burst;
@@ -86,8 +86,14 @@ SCALABLE_HOSTS: frozenset[str] = frozenset({"pmc-oa-opendata.s3.amazonaws.com"})
 
 # After a throttle the rate is cut to this share of the rate that provoked it ...
 CUT = 0.5
-# ... and the learned ceiling is this share of it.
-LEARNED_SHARE = 0.9
+# ... and the learned ceiling is this share of it (room for the overshoot a burst allowance
+# hides: the host admits a burst above its rate before it throttles).
+LEARNED_SHARE = 0.8
+# ... or this share, after a host that asks for HARSH_WAIT seconds or more.
+LEARNED_SHARE_HARSH = 0.7
+HARSH_WAIT = 5.0
+# The throttled pace is taken as at least this share of the pace granted at the time.
+PACE_SHARE = 0.7
 # Rate gained per clean answer: before the first throttle, and below a learned ceiling.
 SLOW_START_STEP = 0.5
 RECOVERY_STEP = 0.25
@@ -369,7 +375,7 @@ class HostLimiter:
                 and ticket.epoch == self._epoch
                 and self._clock.now() - self._last_cut >= COOLDOWN
             ):
-                self._cut(ticket)
+                self._cut(ticket, harsh=asked is not None and asked >= HARSH_WAIT)
                 self._streak += 1
                 own = min(self._policy.max_delay, self._backoff_base() * 2.0 ** (self._streak - 1))
             return self._hold(max(own, asked or 0.0)) or parked
@@ -389,12 +395,19 @@ class HostLimiter:
         span = recent[-1] - recent[0]
         return (len(recent) - 1) / span if span > 0 else math.inf
 
-    def _cut(self, ticket: Ticket) -> None:
-        provoked = min(ticket.rate, self._measured_rate())
+    def _cut(self, ticket: Ticket, *, harsh: bool = False) -> None:
+        # The pace that provoked the throttle: what was measured over the recent sends, which
+        # lags behind a pace still rising, but no less than a share of the pace granted.
+        measured = self._measured_rate()
+        provoked = min(ticket.rate, measured)
+        if math.isfinite(ticket.rate):
+            provoked = max(provoked, PACE_SHARE * ticket.rate)
         if math.isinf(provoked):
             provoked = UNKNOWN_MAX_RATE
         floor = self._floor()
-        self._learned = max(floor, provoked * LEARNED_SHARE)
+        # A host that punishes a throttle with a long wait is worth a wider margin.
+        share = LEARNED_SHARE_HARSH if harsh else LEARNED_SHARE
+        self._learned = max(floor, provoked * share)
         self.rate = max(floor, provoked * CUT)
         if ticket.in_flight > 1:
             self._learned_cap = _min_cap(self._learned_cap, ticket.in_flight - 1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from litfetch_df import Rate, RetryPolicy, Session
+from litfetch_df import Rate, RetryPolicy, Session, _limiter
 from tests.virtual_clock import VirtualClock
 
 EPMC = "www.ebi.ac.uk"
@@ -207,8 +207,8 @@ async def test_retry_after_pauses_the_whole_host_and_the_queue_restarts_spaced(
     pause_ends = first + 0.05 + 3.0
     assert all(t >= pause_ends - EPS for t in later), [t - first for t in later]
     # ... and they restarted one interval apart at the cut rate, not as one burst
-    # (never faster than the learned ceiling, 90 % of the pace that was throttled)
-    assert_spaced(later, 1 / (Rate.OPENALEX.per_second * 0.9))
+    # (never faster than the learned ceiling, a share of the pace that was throttled)
+    assert_spaced(later, 1 / (Rate.OPENALEX.per_second * _limiter.LEARNED_SHARE))
     assert state.throttled == 1
     # the other host was not paused
     assert max(upstream.times(NCBI)) < pause_ends
