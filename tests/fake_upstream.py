@@ -195,12 +195,20 @@ class FakeUpstream:
         """Return an httpx transport that sends every request to this fake."""
         return loopback_transport(self.port)
 
-    def client_factory(self, **kwargs: Any) -> Callable[[], httpx.AsyncClient]:
-        """Return a ``client_factory`` for :class:`litfetch_df.Session` routed to this fake."""
+    def client_factory(
+        self, *, clock: Any = None, **kwargs: Any
+    ) -> Callable[[], httpx.AsyncClient]:
+        """Return a ``client_factory`` for :class:`litfetch_df.Session` routed to this fake.
+
+        With ``clock`` (a virtual clock), requests are answered in process, without
+        sockets or threads, and latency is slept on that clock: a test driven by it
+        gives the same answer however busy the machine is.
+        """
 
         def factory() -> httpx.AsyncClient:
             kwargs.setdefault("timeout", 10.0)
-            return httpx.AsyncClient(transport=self.transport(), **kwargs)
+            transport = self.transport() if clock is None else _InProcess(self, clock)
+            return httpx.AsyncClient(transport=transport, **kwargs)
 
         return factory
 
@@ -280,6 +288,50 @@ class FakeUpstream:
                 if result is not None:
                     return result
         return FakeResponse(404, f"no fake route for {req.method} {req.host}{req.path}")
+
+
+class _InProcess(httpx.AsyncBaseTransport):
+    """Answers from a :class:`FakeUpstream`'s routes in process, on a virtual clock."""
+
+    def __init__(self, fake: FakeUpstream, clock: Any) -> None:
+        self._fake = fake
+        self._clock = clock
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        fake = self._fake
+        body = await request.aread()
+        host = request.url.host.lower()
+        req = FakeRequest(
+            method=request.method,
+            host=host,
+            path=request.url.path,
+            query=urllib.parse.parse_qs(request.url.query.decode(), keep_blank_values=True),
+            headers={k.lower(): v for k, v in request.headers.items()},
+            body=body,
+            at=self._clock.now(),
+        )
+        with fake._lock:
+            fake.log.append(req)
+            fake._in_flight[host] += 1
+            fake.max_in_flight[host] = max(fake.max_in_flight[host], fake._in_flight[host])
+        try:
+            response = fake._respond(req)
+            delay = fake._latency.get(host, fake._latency.get(None, 0.0))
+            if delay:
+                await self._clock.sleep(delay)
+        finally:
+            with fake._lock:
+                fake._in_flight[host] -= 1
+        if isinstance(response, str) and response.startswith("stall:"):
+            await self._clock.sleep(float(response.split(":", 1)[1]))
+            response = "drop"
+        if response == "drop":
+            raise httpx.RemoteProtocolError("connection closed without an answer", request=request)
+        assert isinstance(response, FakeResponse)
+        data, headers = response.encoded()
+        if response.truncated:
+            raise httpx.RemoteProtocolError("body cut short", request=request)
+        return httpx.Response(response.status, headers=headers, content=data, request=request)
 
 
 def _constant(response: FakeResponse) -> Handler:

@@ -20,6 +20,7 @@ from litfetch_df import Session
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeRequest, FakeUpstream
 from tests.fakes.world import HOST_EBI, HOST_NCBI, Article, BodyHome, World
+from tests.virtual_clock import VirtualClock
 
 CONTACT = "me@lab.example"
 
@@ -57,6 +58,9 @@ def request_ids(requests: list[FakeRequest]) -> list[tuple[str, str, str]]:
 async def test_an_interrupted_run_resumes_without_repeating_finished_requests(
     fake: FakeUpstream, tmp_path: Path
 ) -> None:
+    # In process on a virtual clock: the interruption falls at the same point of the run
+    # on every machine, however busy (no wall-clock race between the run and the cancel).
+    clock = VirtualClock()
     world = World([article(i) for i in range(300)])
     world.install(fake)
     fake.latency(0.01)
@@ -65,25 +69,34 @@ async def test_an_interrupted_run_resumes_without_repeating_finished_requests(
 
     def session() -> Session:
         return Session(
-            client_factory=fake.client_factory(), contact=CONTACT, cache=cache, retry=FAST_RETRY
+            client_factory=fake.client_factory(clock=clock),
+            contact=CONTACT,
+            cache=cache,
+            retry=FAST_RETRY,
+            clock=clock,
         )
 
     async def first_run() -> None:
         resolved = await df.lit.resolve_async(session=session(), progress=False)
         await resolved.lit.fetch_bodies_async(session=session(), progress=False)
 
-    task = asyncio.create_task(first_run())
-    while fake.count(HOST_EBI, "/europepmc/webservices/rest/PMC") < 40:
-        await asyncio.sleep(0.01)
+    async def until_forty_bodies_were_asked() -> None:
+        while fake.count(HOST_EBI, "/europepmc/webservices/rest/PMC") < 40:
+            await clock.sleep(0.001)
+
+    task = asyncio.ensure_future(first_run())
+    await clock.run(until_forty_bodies_were_asked())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await task
-    await asyncio.sleep(0.1)  # let the fake finish answering what was in flight
+        await clock.run(task)
     answered_before = set(request_ids(fake.requests()))
     fake.reset_log()
 
-    resolved = await df.lit.resolve_async(session=session(), progress=False)
-    out = await resolved.lit.fetch_bodies_async(session=session(), progress=False)
+    async def second_run() -> pd.DataFrame:
+        resolved = await df.lit.resolve_async(session=session(), progress=False)
+        return await resolved.lit.fetch_bodies_async(session=session(), progress=False)
+
+    out = await clock.run(second_run())
 
     again = request_ids(fake.requests())
     # the resolve chunks all finished in the first run: none is sent again
