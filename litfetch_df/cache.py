@@ -28,7 +28,7 @@ from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
 from ._http import get_logger, is_secret_header, redact_text, redact_url
-from .session import CachedResponse, ResponseStore
+from ._store import CachedResponse, ResponseStore
 
 __all__ = [
     "DEFAULT_TTL",

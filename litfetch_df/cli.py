@@ -51,16 +51,15 @@ import pandas as pd
 
 from . import frame as _frame  # noqa: F401  (importing it registers the .lit accessor)
 from ._http import redact_text
+from ._results import OUTPUT_FORMATS, flatten_result, output_format, summary_text, write_result
 from ._version import __version__
 from .cache import FILE_NAME, ResponseCache
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import Interrupted, run_sync
 from .frame.columns import CANONICAL, detect_id_columns
-from .frame.export import flatten
 from .frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 from .frame.pipeline import files_long, is_abandoned
 from .frame.readers import read_table
-from .frame.summary import summarise
 from .session import Session
 
 __all__ = [
@@ -97,9 +96,6 @@ EXIT_PIPE: Final = 141
 
 STEPS: Final[tuple[str, ...]] = ("resolve", "bodies", "files", "licences", "related")
 """The steps of ``run``, in the order they always run."""
-
-OUTPUT_FORMATS: Final[Mapping[str, str]] = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
-"""Output suffix → format."""
 
 PROG: Final = "litfetch-df"
 
@@ -388,98 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _format_of(path: str | os.PathLike[str]) -> str:
-    suffix = Path(path).suffix.lower()
-    fmt = OUTPUT_FORMATS.get(suffix)
-    if fmt is None:
-        raise CliError(
-            EXIT_USAGE,
-            f"cannot write {suffix or 'a file without a suffix'}: "
-            f"OUTPUT must end in {', '.join(OUTPUT_FORMATS)}",
-        )
-    return fmt
-
-
-def flatten_result(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return ``frame`` with only scalar cells, ready for CSV or Parquet.
-
-    The ``body`` column (bytes) is dropped — ``body_source``, ``body_size``
-    and ``body_path`` stay; ``files`` is dropped in favour of ``n_files`` (the
-    long form is written separately); ``related`` becomes text such as
-    ``"published:10.1000/x; preprint:10.1101/y"``. Any other non-scalar cell
-    is written as its text. Identifier columns are text (no ``.0``), so
-    :func:`~litfetch_df.read_table` reads them back as they were.
-    """
-    out = flatten(frame, files=False)
-    return out.drop(columns=[c for c in ("body",) if c in out.columns])
-
-
-def _long_frame(long: pd.DataFrame) -> pd.DataFrame:
-    name = long.index.name if long.index.name is not None else "row"
-    flat = long.reset_index(names=name)
-    return flatten_result(flat)
-
-
-def _files_path(output: Path) -> Path:
-    return output.with_name(f"{output.stem}.files{output.suffix}")
-
-
-def _write_table(frame: pd.DataFrame, path: Path) -> None:
-    fmt = _format_of(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
     try:
-        if fmt == "parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False, sep="\t" if fmt == "tsv" else ",")
-        # A reader (or an interrupted run) never sees half a table under the final name.
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def write_result(
-    frame: pd.DataFrame,
-    output: str | os.PathLike[str],
-    *,
-    files: pd.DataFrame | None = None,
-) -> list[Path]:
-    """Write a pipeline result to ``output`` (CSV, TSV or Parquet by suffix); return the paths.
-
-    The table is :func:`flatten_result` of ``frame``. When ``frame`` has a
-    ``files`` column (the files step ran), its long form — one row per file,
-    ``row`` naming the article's row — goes next to it as
-    ``<stem>.files<suffix>``; ``files`` may supply that long form instead
-    (with download paths). Each file is written atomically.
-    """
-    path = Path(output)
-    _format_of(path)
-    _write_table(flatten_result(frame), path)
-    written = [path]
-    long = files if files is not None else (files_long(frame) if "files" in frame.columns else None)
-    if long is not None:
-        extra = _files_path(path)
-        _write_table(_long_frame(long), extra)
-        written.append(extra)
-    return written
-
-
-def _percent(value: object) -> str:
-    if isinstance(value, int | float) and value == value:
-        return f"{float(value):.0%}"
-    return "-"
-
-
-def summary_text(frame: pd.DataFrame) -> str:
-    """Return :func:`~litfetch_df.frame.summary.summarise` of ``frame`` as a printable table.
-
-    Shares are shown as whole percentages.
-    """
-    with pd.option_context("display.width", 200):
-        return summarise(frame).to_string(na_rep="-", formatters={"share": _percent})
+        return output_format(path)
+    except ValueError as exc:
+        raise CliError(EXIT_USAGE, str(exc)) from None
 
 
 # -- checks before any work --------------------------------------------------------------------

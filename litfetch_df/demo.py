@@ -33,6 +33,7 @@ from typing import IO, Any, Final
 import pandas as pd
 
 from . import frame as _frame  # noqa: F401  (importing it registers the .lit accessor)
+from ._results import summary_text, write_result
 from .cache import ResponseCache
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import run_sync
@@ -241,8 +242,6 @@ def article_table(result: pd.DataFrame, *, width: int | None = 48) -> pd.DataFra
 
 
 def _print_report(result: pd.DataFrame, stream: IO[str]) -> None:
-    from .cli import summary_text
-
     table = article_table(result)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         stream.write("Summary\n=======\n")
@@ -273,8 +272,6 @@ def run_demo(
     whose ``body`` column holds the :class:`~litfetch_df.Blob` objects.
     Works in a script, a thread and a running Jupyter event loop alike.
     """
-    from .cli import write_result
-
     out_stream = stream if stream is not None else sys.stdout
     frame = load_demo_export()
     with tempfile.TemporaryDirectory(prefix="litfetch-df-demo-") as tmp:

@@ -14,7 +14,7 @@ import json as jsonlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -34,6 +34,7 @@ from ._http import (
     url_with_query,
 )
 from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
+from ._store import CachedResponse, NotInCache, ResponseStore
 from ._transfer import (
     DEADLINE_PER_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
@@ -52,32 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["CachedResponse", "NotInCache", "ResponseStore", "Session"]
 
 log = get_logger("litfetch_df.session")
-
-
-class NotInCache(UpstreamUnavailable):
-    """Raised in offline mode for a request the persistent cache cannot answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class CachedResponse:
-    """A stored response: enough to rebuild an :class:`httpx.Response`."""
-
-    status_code: int
-    headers: tuple[tuple[str, str], ...]
-    content: bytes = field(repr=False)
-    url: str
-
-
-class ResponseStore(Protocol):
-    """What a persistent response cache offers the session (see :mod:`litfetch_df.cache`)."""
-
-    def load(self, key: str) -> CachedResponse | None:
-        """Return the live entry stored under ``key``, or ``None``."""
-        ...
-
-    def save(self, key: str, entry: CachedResponse, *, secrets: Sequence[str] = ()) -> None:
-        """Store ``entry`` under ``key``; every string in ``secrets`` is scrubbed first."""
-        ...
 
 
 def is_deterministic(status_code: int) -> bool:

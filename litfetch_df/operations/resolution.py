@@ -28,7 +28,7 @@ from typing import Final
 from .._http import Http
 from ..ids import RESOLVABLE, ArticleIds
 from ..sources import europe_pmc_search, ncbi_idconv, openalex
-from ..sources.bulk import BulkKey, bulk_lookup
+from ..sources.bulk_recipe import BulkKey, bulk_lookup
 from ..sources.europe_pmc_search import EuropePmcResolver
 from ..sources.ncbi_idconv import NcbiIdConverterResolver
 from .types import BatchResolver, Resolver

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 
 from .._http import Http, Rate, get_logger, redact_url
+from .._store import NotInCache
 from ..files import Blob, File
-from ..session import NotInCache
 
 __all__ = [
     "GetRequest",
@@ -84,7 +84,7 @@ class GetRequest:
 def failure_level(exc: BaseException) -> int:
     """Return the log level for a request that failed with ``exc``.
 
-    :data:`logging.INFO` for :class:`~litfetch_df.session.NotInCache` (an
+    :data:`logging.INFO` for :class:`~litfetch_df.NotInCache` (an
     offline session's cache lacks the answer: routine when replaying a
     recording, and the row's error column already says so), else
     :data:`logging.WARNING`.

@@ -23,7 +23,7 @@ from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ..metadata import Related
-from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer
+from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer
 from .crossref import (
     crossref_relations,
     crossref_tdm_files,

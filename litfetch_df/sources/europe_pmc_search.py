@@ -22,7 +22,7 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
 from ._common import parsed_or_none
-from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
+from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",

@@ -20,7 +20,7 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
 from ._common import parsed_or_none
-from .bulk import chunk_answer
+from .bulk_recipe import chunk_answer
 
 __all__ = [
     "BATCH_CAP",

@@ -20,7 +20,7 @@ from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
 from ._common import parsed_or_none
-from .bulk import chunk_answer, ids_by_key
+from .bulk_recipe import chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",

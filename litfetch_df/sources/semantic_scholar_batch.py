@@ -22,7 +22,7 @@ from .._http import BulkHttp, Http, Rate, get_logger
 from ..files import File
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi
 from ._common import usable_credential, usable_text
-from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer, distinct_keys
+from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, distinct_keys
 from .semantic_scholar import (
     fetch_s2_paper,
     s2_article_ids,

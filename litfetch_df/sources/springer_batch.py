@@ -28,7 +28,7 @@ from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ._common import usable_credential
-from .bulk import BulkKey, BulkResult, bulk_lookup, chunk_answer
+from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer
 from .springer import SPRINGER_META_URL, springer_meta_files, springer_serves
 
 __all__ = [

@@ -1,0 +1,43 @@
+"""What the session and a persistent response cache exchange, and the offline miss.
+
+These names sit below both :mod:`litfetch_df.session` and
+:mod:`litfetch_df.cache` (and the sources, which log an offline miss quietly),
+so neither has to import the other to agree on them. They are re-exported from
+:mod:`litfetch_df.session`, where callers have always found them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ._http import UpstreamUnavailable
+
+__all__ = ["CachedResponse", "NotInCache", "ResponseStore"]
+
+
+class NotInCache(UpstreamUnavailable):
+    """Raised in offline mode for a request the persistent cache cannot answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedResponse:
+    """A stored response: enough to rebuild an :class:`httpx.Response`."""
+
+    status_code: int
+    headers: tuple[tuple[str, str], ...]
+    content: bytes = field(repr=False)
+    url: str
+
+
+class ResponseStore(Protocol):
+    """What a persistent response cache offers the session (see :mod:`litfetch_df.cache`)."""
+
+    def load(self, key: str) -> CachedResponse | None:
+        """Return the live entry stored under ``key``, or ``None``."""
+        ...
+
+    def save(self, key: str, entry: CachedResponse, *, secrets: Sequence[str] = ()) -> None:
+        """Store ``entry`` under ``key``; every string in ``secrets`` is scrubbed first."""
+        ...

@@ -1,0 +1,271 @@
+"""The recipe of every bulk lookup: one request answers many articles.
+
+A *bulk lookup* is a coroutine taking a sequence of :class:`ArticleIds` and a
+:class:`~litfetch_df._http.BulkHttp` (a :class:`~litfetch_df.Session`), and
+returning a :class:`BulkResult` aligned with its input. Every bulk lookup here
+follows one recipe (:func:`bulk_lookup`), in the spirit of the batch resolvers:
+
+- each element gets a :class:`BulkKey` in the service's scheme (or none: not
+  applicable, no request, value ``None``);
+- each distinct key is sent once (DOIs compare case-insensitively) and its
+  answer fans back to every index sharing it, in input order;
+- keys are chunked at the service's cap, and the chunks are issued together
+  (the session paces them; nothing here sleeps);
+- a chunk that was never answered (a transport failure or a 429/5xx that
+  outlived every retry) marks exactly its indices abandoned; an answered chunk
+  that simply lacks a key (a ``null`` element, a DOI missing from the items, a
+  404) is absence, never abandonment (:func:`chunk_answer` makes that call for
+  one chunk request).
+
+The per-service lookups live in :mod:`.semantic_scholar_batch`,
+:mod:`.crossref_batch` and :mod:`.springer_batch`, and the batch resolvers'
+lookups (:mod:`.ncbi_idconv`, :mod:`.europe_pmc_search`, :mod:`.openalex`)
+use the same two helpers. :mod:`.bulk` re-exports these names and adds
+:func:`~litfetch_df.sources.bulk.bulk_file_lister`, which maps a bundled
+per-article file source to its bulk form; the per-service modules import this
+module, never :mod:`.bulk`, so the dispatcher can import them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import httpx
+
+from .._http import BulkHttp
+from ..files import File
+from ..ids import ArticleIds
+from ._common import failure_level
+
+__all__ = [
+    "BulkFileLister",
+    "BulkKey",
+    "BulkLookup",
+    "BulkResult",
+    "ChunkLookup",
+    "bulk_lookup",
+    "chunk_answer",
+    "chunked",
+    "distinct_keys",
+    "ids_by_key",
+]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+U = TypeVar("U")
+X = TypeVar("X")
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult(Generic[T_co]):
+    """What a bulk lookup found, aligned with its input.
+
+    ``values[i]`` answers element ``i``: ``None`` means absent (the service
+    answered and knows nothing), not applicable (the element has no id the
+    service takes), or abandoned. ``abandoned`` holds the indices whose request
+    was never answered (worth retrying later), as opposed to answered-absent.
+    """
+
+    values: tuple[T_co | None, ...]
+    abandoned: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        if any(not 0 <= i < len(self.values) for i in self.abandoned):
+            raise ValueError("abandoned indices must index values")
+
+    @classmethod
+    def empty(cls, size: int) -> BulkResult[T_co]:
+        """Return a result of ``size`` absent values and nothing abandoned."""
+        return cls((None,) * size)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def map(self, fn: Callable[[T_co], U]) -> BulkResult[U]:
+        """Return the result with ``fn`` applied to every present value (same abandoned set)."""
+        return BulkResult(tuple(None if v is None else fn(v) for v in self.values), self.abandoned)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkKey:
+    """How one element is asked about: ``key`` is compared, ``wire`` is sent.
+
+    Elements with equal ``key`` share one request slot; the first element's
+    ``wire`` form is the one sent (for a DOI: the key is lower-cased, the wire
+    form keeps the caller's casing).
+    """
+
+    key: str
+    wire: str
+
+
+ChunkLookup = Callable[[list[str]], Awaitable[Mapping[str, T] | None]]
+"""Ask a service about one chunk of wire values.
+
+Returns a mapping from each wire value the service answered to its answer
+(missing wire values are absent), or ``None`` when the chunk was not answered
+at all (its indices are then abandoned).
+"""
+
+
+class BulkLookup(Protocol[T_co]):
+    """The shape of a bulk lookup: aligned, deduplicated, chunked, abandonment-aware."""
+
+    def __call__(
+        self,
+        batch: Sequence[ArticleIds],
+        http: BulkHttp,
+        /,
+        *,
+        credentials: Mapping[str, object] | None = None,
+    ) -> Awaitable[BulkResult[T_co]]:
+        """Return one value per element of ``batch`` and the abandoned indices."""
+        ...
+
+
+BulkFileLister = BulkLookup[tuple[File, ...]]
+"""A bulk lookup of file-sets: ``values[i] or ()`` equals the per-article ``list_files``."""
+
+
+def chunked(items: Sequence[X], cap: int) -> list[list[X]]:
+    """Split ``items`` into consecutive lists of at most ``cap`` (order kept)."""
+    if cap < 1:
+        raise ValueError(f"cap must be at least 1, got {cap}")
+    return [list(items[at : at + cap]) for at in range(0, len(items), cap)]
+
+
+def distinct_keys(keys: Iterable[BulkKey | None]) -> dict[str, tuple[str, list[int]]]:
+    """Group indices by key: ``key → (wire form of its first element, indices)``.
+
+    Keys keep first-seen order; ``None`` entries (not applicable) are skipped.
+    """
+    groups: dict[str, tuple[str, list[int]]] = {}
+    for index, key in enumerate(keys):
+        if key is None:
+            continue
+        group = groups.get(key.key)
+        if group is None:
+            groups[key.key] = (key.wire, [index])
+        else:
+            group[1].append(index)
+    return groups
+
+
+def _never(_wire: str) -> bool:
+    return False
+
+
+async def bulk_lookup(
+    keys: Sequence[BulkKey | None],
+    lookup: ChunkLookup[T],
+    *,
+    cap: int,
+    alone: Callable[[str], bool] = _never,
+) -> BulkResult[T]:
+    """Run one service over aligned ``keys``: dedupe, chunk, gather, fan out.
+
+    Distinct keys go in chunks of at most ``cap`` wire values, in first-seen
+    order; a wire value for which ``alone`` is true (one that would break the
+    service's list syntax) gets a request of its own. All chunks are awaited
+    together. Returns values aligned with ``keys`` and, as abandoned, exactly
+    the indices of chunks ``lookup`` reported unanswered.
+    """
+    groups = distinct_keys(keys)
+    listed = [wire for wire, _ in groups.values() if not alone(wire)]
+    chunks = chunked(listed, cap) + [[wire] for wire, _ in groups.values() if alone(wire)]
+    indices = {wire: where for wire, where in groups.values()}
+    answers = await asyncio.gather(*(lookup(chunk) for chunk in chunks))
+    values: list[T | None] = [None] * len(keys)
+    abandoned: set[int] = set()
+    for chunk, answer in zip(chunks, answers, strict=True):
+        for wire in chunk:
+            if answer is None:
+                abandoned.update(indices[wire])
+                continue
+            found = answer.get(wire)
+            if found is not None:
+                for i in indices[wire]:
+                    values[i] = found
+    return BulkResult(tuple(values), frozenset(abandoned))
+
+
+async def chunk_answer(
+    send: Awaitable[httpx.Response],
+    what: str,
+    read: Callable[[Any], dict[str, T] | None],
+    *,
+    logger: logging.Logger,
+    transient: Collection[int] = (),
+    absent: Collection[int] = (),
+) -> dict[str, T] | None:
+    """Await one chunk's request and sort its outcome as the outcome taxonomy says.
+
+    Returns ``None`` when the chunk was never answered (its indices are then
+    abandoned): an :class:`httpx.RequestError` (a transport failure after
+    retries, an offline miss), or a 429, a 5xx or a status in ``transient``
+    that outlived the retries. Returns ``{}`` (absence, not abandonment) for a
+    status in ``absent`` (logged at DEBUG), any other non-200, a 200 body that
+    is not JSON, and a body ``read`` cannot use (``read`` returns ``None``);
+    each is logged on ``logger`` at WARNING. Otherwise returns ``read`` of the
+    decoded JSON body: each wire value answered, mapped to its answer.
+    ``what`` names the request in log lines; exception texts are never
+    logged, since a URL in them may carry a key.
+    """
+    try:
+        response = await send
+    except httpx.RequestError as exc:
+        logger.log(failure_level(exc), "%s: gave up after retries (%s)", what, type(exc).__name__)
+        return None
+    except httpx.HTTPError as exc:
+        logger.warning("%s: failed (%s)", what, type(exc).__name__)
+        return {}
+    status = response.status_code
+    if status == 429 or status >= 500 or status in transient:
+        logger.warning("%s: HTTP %d after retries", what, status)
+        return None
+    if status in absent:
+        logger.debug("%s: HTTP %d, none known", what, status)
+        return {}
+    if status != 200:
+        logger.warning("%s: HTTP %d", what, status)
+        return {}
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        logger.warning("%s: response is not JSON", what)
+        return {}
+    found = read(body)
+    if found is None:
+        logger.warning("%s: response is not in the expected shape", what)
+        return {}
+    return found
+
+
+def ids_by_key(
+    items: object,
+    wanted: Collection[str],
+    read: Callable[[Mapping[str, Any]], tuple[str, ArticleIds] | None],
+) -> dict[str, ArticleIds] | None:
+    """Merge, per wanted key, the ids the answer's ``items`` name (for a resolver's ``read``).
+
+    ``read`` maps one item (a JSON object) to ``(key, ids)`` or ``None``;
+    items that are not objects, that ``read`` rejects or whose key was not
+    asked for are skipped, and repeated keys merge in answer order. Returns
+    ``None`` when ``items`` is not a list (the answer is not in the expected
+    shape).
+    """
+    if not isinstance(items, list):
+        return None
+    found: dict[str, ArticleIds] = {}
+    for item in items:
+        parsed = read(item) if isinstance(item, Mapping) else None
+        if parsed is None or parsed[0] not in wanted:
+            continue
+        key, ids = parsed
+        found[key] = found[key].merge(ids) if key in found else ids
+    return found
