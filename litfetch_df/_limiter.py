@@ -102,6 +102,8 @@ RECOVERY_STEP = 0.25
 PROBE_ANSWERS = 100
 PROBE_AFTER = 20.0
 PROBE_GAIN = 1.05
+# After a throttle that came with a wait of HARSH_WAIT seconds or more, probing waits this long.
+PROBE_AFTER_HARSH = 300.0
 # No host is ever paced slower than this many requests per second (see _floor).
 FLOOR_RATE = 0.5
 # Seconds after a cut during which further throttles only wait (they answer requests
@@ -204,6 +206,7 @@ class HostLimiter:
         self._window_left = 0
         self._epoch = 0
         self._last_cut = -math.inf
+        self._probe_after = PROBE_AFTER
         self._streak = 0
         self._clean = 0
         self._at_ceiling = 0
@@ -415,6 +418,9 @@ class HostLimiter:
         self._slow_start = False
         self._epoch += 1
         self._last_cut = self._clock.now()
+        # Probing above the ceiling costs one throttle when it finds the limit: after a
+        # host that answers a throttle with a long wait, that costs too much to do often.
+        self._probe_after = PROBE_AFTER_HARSH if harsh else PROBE_AFTER
         self._clean = 0
         self._at_ceiling = 0
 
@@ -437,7 +443,8 @@ class HostLimiter:
             step = SLOW_START_STEP if self._slow_start else RECOVERY_STEP
             self.rate = min(ceiling, self.rate + step)
         elif (
-            self._learned < self.plan.max_rate and self._clock.now() - self._last_cut >= PROBE_AFTER
+            self._learned < self.plan.max_rate
+            and self._clock.now() - self._last_cut >= self._probe_after
         ):
             self._at_ceiling += 1
             if self._at_ceiling >= PROBE_ANSWERS:

@@ -152,6 +152,22 @@ async def test_an_undisclosed_limit_is_found_with_few_429s(
     assert wall <= 1.5 * bound + 5, (wall, bound)
 
 
+@pytest.mark.parametrize(("limit", "burst", "retry_after"), [(15.5, 11, "16"), (10.8, 8, "19")])
+async def test_a_host_that_asks_for_long_waits_is_throttled_in_one_episode(
+    limit: float, burst: int, retry_after: str
+) -> None:
+    # Each throttle costs the whole host a long wait: after the first, the limiter keeps a
+    # wider margin and does not probe above it again within the run.
+    clock = VirtualClock()
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, burst, retry_after)})
+    n = 800
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+    assert statuses == [200] * n
+    throttled = [t for h, t, status in upstream.sent if status == 429]
+    assert len(throttled) <= 2 and max(throttled) - min(throttled) < 1.0, throttled
+
+
 async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_again() -> None:
     clock = VirtualClock()
     refuse = {"on": False}
