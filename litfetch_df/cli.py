@@ -153,7 +153,7 @@ export (Save -> CSV as .csv, MEDLINE/.nbib text as .txt/.nbib, PubMed XML as
 .xml). Identifier columns are found by name (PMID, PubMed ID, PMCID, PMC ID,
 DOI, doi_url, NBK, ...); name them with --pmid-col etc. when they are not.
 Every original column is kept; the steps add canonical pmid/pmcid/doi/bookid
-columns and their own (body_source, licence, access, n_files, related, ...),
+columns and their own (body_source, licence, oa_status, n_files, related, ...),
 each with an <step>_error column for rows that failed.
 """
 
@@ -163,7 +163,8 @@ steps (always run in this order; default: all):
   bodies    full-text XML per article (PMC Open Access, Europe PMC, publisher APIs)
   files     list each article's file-set (body renditions, supplementary material);
             the list goes to <output stem>.files.<suffix>, one row per file
-  licences  licence and open-access status (from the body, else Unpaywall)
+  licences  licence, raw access terms and one oa_status per row (gold, hybrid,
+            bronze, green, closed: Unpaywall's; from the body, else Unpaywall)
   related   preprint / published counterparts (bioRxiv, Crossref)
 
 output:
@@ -528,6 +529,8 @@ def _step_line(step: str, frame: pd.DataFrame, state: _State) -> str:
         column = "files_error"
     elif step == "licences":
         text = f"licences: {_count(frame, 'licence_basis')} of {n} rows have terms"
+        if "oa_status" in frame.columns:
+            text += f", {_count(frame, 'oa_status')} an open-access status"
         column = "licence_error"
     else:
         rows = int((frame["n_related"].fillna(0) > 0).sum()) if "n_related" in frame.columns else 0

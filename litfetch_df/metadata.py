@@ -31,12 +31,17 @@ class SourceMetadata:
     where ``licence`` came from, or ``access`` when no licence is known.
     ``access_basis`` is set only when ``access`` came from somewhere else than
     ``basis`` (the bytes state a licence, Unpaywall the open-access status).
+    ``oa_status`` is a service's classification normalised to ``gold``,
+    ``hybrid``, ``bronze``, ``green`` or ``closed`` (see
+    :mod:`litfetch_df.frame.oa_status`), kept even when ``access`` holds the
+    body's own ``'open-access'``; ``None`` when no service classified the article.
     """
 
     licence: str | None = None
     access: str | None = None
     basis: str | None = None
     access_basis: str | None = None
+    oa_status: str | None = None
 
     @property
     def access_from(self) -> str | None:

@@ -117,6 +117,7 @@ def source_metadata_to_dict(meta: SourceMetadata) -> dict[str, str | None]:
         "access": meta.access,
         "basis": meta.basis,
         "access_basis": meta.access_basis,
+        "oa_status": meta.oa_status,
     }
 
 
@@ -128,6 +129,7 @@ def source_metadata_from_dict(data: Mapping[str, Any]) -> SourceMetadata:
         access=_opt_str(data, "access"),
         basis=_opt_str(data, "basis"),
         access_basis=_opt_str(data, "access_basis"),
+        oa_status=_opt_str(data, "oa_status"),
     )
 
 

@@ -458,7 +458,9 @@ def test_licences_fall_back_to_unpaywall_when_bytes_carry_none(world: FakeUpstre
     out = df.lit.licences(
         resolve=False, session=session_for(world, contact="me@lab.example"), progress=False
     )
-    # a PDF body carries no licence and row 1 has none: both ask Unpaywall; the JATS row doesn't
-    assert world.count("api.unpaywall.org") == 2
+    # a PDF body carries no licence and row 1 has none: both take their terms from Unpaywall;
+    # the JATS row keeps its own terms but asks too, for its open-access colour (oa_status)
+    assert world.count("api.unpaywall.org") == 3
     assert out["licence_basis"].tolist() == ["unpaywall", "unpaywall", "artifact"]
     assert out["access"].tolist()[:2] == [record["oa_status"]] * 2
+    assert out["oa_status"].tolist() == ["gold"] * 3

@@ -32,7 +32,7 @@ STEPS = ("resolve", "bodies", "files", "licences", "related")
 ADDED = (
     "pmid", "pmcid", "doi", "bookid", "resolve_error", "body", "body_source",
     "body_media_type", "body_size", "body_error", "files", "n_files", "files_error",
-    "licence", "licence_family", "access", "licence_basis", "licence_error", "related",
+    "licence", "licence_family", "access", "oa_status", "licence_basis", "licence_error", "related",
     "n_related", "preprint_doi", "published_doi", "related_error",
 )  # fmt: skip
 

@@ -43,8 +43,9 @@ def test_bundled_resolvers_live_in_the_resolvers_module(name: str) -> None:
 def test_values_are_frozen_dataclasses_with_the_documented_fields() -> None:
     for cls, fields in [
         (litfetch_df.ArticleIds, ["pmid", "pmcid", "doi", "bookid"]),
-        # issue 15: access_basis (which basis gave access), also_listed_by (every source)
-        (litfetch_df.SourceMetadata, ["licence", "access", "basis", "access_basis"]),
+        # issue 15: access_basis (which basis gave access), also_listed_by (every source);
+        # issue 16: oa_status (a service's status, normalised)
+        (litfetch_df.SourceMetadata, ["licence", "access", "basis", "access_basis", "oa_status"]),
         (litfetch_df.Blob, ["file", "content"]),
         (
             litfetch_df.File,

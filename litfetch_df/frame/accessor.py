@@ -287,13 +287,17 @@ class LitFrameAccessor:
         force: bool = False,
         **config: Unpack[CallOptions],
     ) -> pd.DataFrame:
-        """Return a new frame with ``licence``, ``access``, their bases and ``licence_error``.
+        """Return a new frame with ``licence``, ``access``, ``oa_status``, bases, ``licence_error``.
 
         Terms come from the body bytes where the frame holds them (basis
         ``'artifact'``); what the bytes leave out, or all of it without a
         body, from Unpaywall by DOI (basis ``'unpaywall'``, which needs a
         contact email). ``licence_basis`` and ``access_basis`` say which
-        basis gave the licence and the access status.
+        basis gave the licence and the access status. ``oa_status`` is one
+        status per row (``gold``, ``hybrid``, ``bronze``, ``green``,
+        ``closed``) from Unpaywall, asked for every row with a DOI; NA when
+        Unpaywall did not classify the article (a body's ``open-access``
+        names no colour).
         """
         return _run(
             lambda: self.licences_async(resolver=resolver, resolve=resolve, force=force, **config),

@@ -70,6 +70,7 @@ from .columns import (
 )
 from .errors import compact, row_error, untagged
 from .licence_family import licence_family
+from .oa_status import service_oa_status
 from .options import Options, effective, get_options
 from .outdir import OutDir
 from .progress import Progress
@@ -908,6 +909,7 @@ _LICENCE_DTYPES: Final = {
     "licence": "string",
     "licence_family": "string",
     "access": "string",
+    "oa_status": "string",
     "licence_basis": "string",
     "access_basis": "string",
     "licence_error": "string",
@@ -948,7 +950,12 @@ def _licence_body(body: object, path: object) -> tuple[Hashable, Blob | str | No
 
 
 async def _licence_work(http: Http, item: _LicenceInput) -> SourceMetadata:
-    """Terms from the body bytes; what they leave out (often the access status) from Unpaywall."""
+    """Terms from the body bytes; what they leave out, and the OA colour, from Unpaywall.
+
+    Unpaywall is asked for every row with a DOI: besides any licence or access
+    status the bytes leave out, it is the only source of the article's
+    open-access colour (``oa_status``), which a body's ``open-access`` does not give.
+    """
     body = item.body
     meta = SourceMetadata()
     if body is not None:
@@ -959,11 +966,14 @@ async def _licence_work(http: Http, item: _LicenceInput) -> SourceMetadata:
             file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
             blob = Blob(file, content)
         meta = await asyncio.to_thread(_extract, blob)
-    if (meta.licence is not None and meta.access is not None) or item.ids.doi is None:
+    if item.ids.doi is None:
         return meta
     from ..operations.access import fill_missing_terms, resolve_access
 
-    return fill_missing_terms(meta, await resolve_access(http, item.ids))
+    asserted = await resolve_access(http, item.ids)
+    merged = fill_missing_terms(meta, asserted)
+    status = service_oa_status(asserted)
+    return merged if status is None else dataclasses.replace(merged, oa_status=status)
 
 
 def _licence_cells(meta: SourceMetadata) -> dict[str, object]:
@@ -973,6 +983,7 @@ def _licence_cells(meta: SourceMetadata) -> dict[str, object]:
         "licence": meta.licence,
         "licence_family": licence_family(meta.licence),
         "access": meta.access,
+        "oa_status": meta.oa_status,
         "licence_basis": meta.basis,
         "access_basis": meta.access_from,
     }
@@ -989,7 +1000,8 @@ def _licence_empty(meta: SourceMetadata) -> bool:
 def _warn_without_contact(method: str) -> None:
     warnings.warn(
         f"{method}(): no contact email is set, so Unpaywall cannot be asked; rows "
-        "without licence-bearing body bytes stay NA. Pass contact='you@example.org' "
+        "without licence-bearing body bytes stay NA, and oa_status stays NA for all. "
+        "Pass contact='you@example.org' "
         "or set LITFETCH_DF_CONTACT.",
         UserWarning,
         stacklevel=3,
@@ -1004,13 +1016,16 @@ async def licences(
     force: bool = False,
     config: CallOptions | None = None,
 ) -> pd.DataFrame:
-    """Add access terms per row: ``licence``, ``access``, their bases, ``licence_error``.
+    """Add access terms per row: ``licence``, ``access``, ``oa_status``, bases, ``licence_error``.
 
     Read from the body bytes where the frame holds a body (``body`` or
     ``body_path``; basis ``'artifact'``), else — or for whatever the bytes leave
     out, typically the access status — asked of Unpaywall by DOI (basis
     ``'unpaywall'``; needs a contact). ``licence_basis`` says where the licence
     came from, ``access_basis`` where the access status came from.
+    ``oa_status`` is Unpaywall's status for every row with a DOI, normalised
+    (:mod:`~litfetch_df.frame.oa_status`); NA when Unpaywall did not classify
+    the article, since a body's own ``open-access`` names no colour.
     """
     async with _context(config or {}, frame, "licences") as ctx:
         base, ctx = await _ensure_resolved(frame, ctx, resolve, resolver)

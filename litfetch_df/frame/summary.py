@@ -32,7 +32,8 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     Sections: ``rows`` (total); ``resolved`` (non-NA canonical ids per kind);
     ``bodies`` (rows per ``body_source``); ``licences`` (rows per
     ``licence_family``, or per raw ``licence`` on a frame without families)
-    and ``licence_basis`` (per basis); ``files`` (rows with at
+    and ``licence_basis`` (per basis); ``oa_status`` (per open-access
+    status); ``files`` (rows with at
     least one file, and files in total); ``errors`` (rows with an error per
     step) and ``abandoned`` (the retryable part of those). Columns: ``count``
     (Int64) and ``share`` (fraction of all rows, Float64; NA for the number
@@ -50,6 +51,7 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         ("body_source", "bodies"),
         (licence, "licences"),
         ("licence_basis", "licence_basis"),
+        ("oa_status", "oa_status"),
     ):
         if column in frame.columns:
             counts = frame[column].dropna().astype(str).value_counts()

@@ -34,6 +34,7 @@ ADDED: dict[str, list[str]] = {
         "licence",
         "licence_family",
         "access",
+        "oa_status",  # issue 16: one normalised open-access status per row
         "licence_basis",
         "access_basis",  # issue 15: which basis gave the access status
         "licence_error",
@@ -84,7 +85,8 @@ def expected_line(step: str, table: pd.DataFrame, long: pd.DataFrame | None) -> 
         rows = (table["n_files"].astype("Int64") > 0).sum()
         return f"files: {len(long)} files listed for {rows} of {n} rows"
     if step == "licences":
-        return f"licences: {table['licence_basis'].notna().sum()} of {n} rows have terms"
+        terms, statuses = table["licence_basis"].notna().sum(), table["oa_status"].notna().sum()
+        return f"licences: {terms} of {n} rows have terms, {statuses} an open-access status"
     rows = (table["n_related"].astype("Int64") > 0).sum()
     return f"related: {rows} of {n} rows have a counterpart"
 
