@@ -195,8 +195,13 @@ async def test_licences_without_a_contact_warn_as_the_step_does(
     async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as session:
         with pytest.warns(UserWarning, match=r"run\(\): no contact email"):
             got = await frame.lit.run_async(["licences"], session=session, progress=False)
-    assert got["licence"].isna().all() and got["licence_error"].isna().all()
+    # Unpaywall is never asked without a contact; only Crossref's deposited licences
+    # (asked in bulk, no contact needed) can fill the column, labelled as such.
     assert fake.count(HOST_UNPAYWALL) == 0
+    assert got["licence_error"].isna().all()
+    assert got["licence"].notna().any()
+    assert got.loc[got["licence"].notna(), "licence_basis"].eq("crossref").all()
+    assert got["access"].isna().all() and got["oa_status"].isna().all()
 
 
 def test_unknown_or_no_steps_are_refused_before_any_request(fake: FakeUpstream) -> None:

@@ -167,6 +167,12 @@ def for_fetchers(
     return frozenset(services)
 
 
+def for_licences() -> frozenset[Service]:
+    """Return the services to prime for ``licences``: Crossref, whose ``license[]`` is the
+    last resort for a licence (Unpaywall stays per article: it has no bulk endpoint)."""
+    return frozenset({Service.CROSSREF})
+
+
 def for_related() -> frozenset[Service]:
     """Return the services to prime for ``related``: Crossref (bioRxiv stays per article)."""
     return frozenset({Service.CROSSREF})

@@ -447,6 +447,7 @@ async def _run_pass(
         "bodies": body_step.services(),
         "files": files_step.services(),
         "related": bulk.for_related(),
+        "licences": bulk.for_licences(),
     }
     for step, plan in plans.items():
         for service in services.get(step, frozenset()):
