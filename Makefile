@@ -4,14 +4,14 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo bench bench-worlds bench-faults clean install
+.PHONY: test lint typecheck pytest docs demo bench bench-worlds bench-faults clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,7 +26,13 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake tests notebooks
 
-test: lint typecheck pytest
+# the documentation site in build/site (mkdocs.yml), strict: a broken link or
+# anchor, a page left out of the nav or a notebook cell that raises fails it.
+# PYTHONPATH: the notebooks import this checkout's package, whatever the venv holds.
+docs: $(STAMP)
+	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+
+test: lint typecheck pytest docs
 
 demo: $(STAMP)
 	$(BIN)/litfetch-df demo --output demo-result.csv
