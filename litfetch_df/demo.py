@@ -1,30 +1,26 @@
 """The offline demo: the whole pipeline on a bundled export of real articles, with no network.
 
-The package ships two data files in ``litfetch_df/data/demo/``:
+The package ships, in ``litfetch_df/data/demo/``:
 
 * ``pubmed-demo.csv``: a small table in the columns of PubMed's "Save → CSV"
   export, naming real articles, with some identifier cells left blank so that
   :meth:`~litfetch_df.frame.accessor.LitFrameAccessor.resolve` has work to do;
-* ``responses.sqlite3``: a replay cache (:class:`~litfetch_df.cache.ResponseCache`)
-  holding the upstream answers for those articles, recorded once by
-  ``tools/build_demo.py`` from facts held in ``tests/data/``.
+* ``records/``: the recorded upstream answers and PMC JATS files about those
+  articles (copies of ``tests/data/``, written by ``tools/build_demo.py``).
 
-:func:`run_demo` reads the export, runs resolve → bodies → file-sets →
-licences → relations through an offline :class:`~litfetch_df.Session` on a
-private copy of the cache, prints a summary and writes the result. A request
-the cache cannot answer is reported in the row's error column as ``abandoned:
-not in cache: …`` — the build only recorded answers it could state truthfully
-(see docs/demo-data.md).
+:func:`demo_session` returns a session whose every request is answered by the
+demo world (:mod:`litfetch_df.demo_world`) from those records, per article:
+any subset, order or repetition of the demo rows gets the same per-row
+answers. :func:`run_demo` reads the export, runs resolve → bodies → file-sets
+→ licences → relations on such a session, prints a summary and writes the
+result. What the records do not state is reported as not found, and
+docs/demo-data.md says which facts are recorded and which are implied.
 """
 
 from __future__ import annotations
 
-import atexit
-import math
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -34,7 +30,7 @@ import pandas as pd
 
 from . import frame as _frame  # noqa: F401  (importing it registers the .lit accessor)
 from ._results import summary_text, write_result
-from .cache import ResponseCache
+from .demo_world import DEMO_CONTACT, world_session
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import run_sync
 from .frame.options import ENV_CREDENTIALS
@@ -47,21 +43,12 @@ __all__ = [
     "DEMO_DIR",
     "article_table",
     "copy_demo_cache",
-    "demo_cache_bytes",
     "demo_export_bytes",
     "demo_session",
     "load_demo_export",
     "run_demo",
     "run_pipeline",
 ]
-
-DEMO_CONTACT: Final = "demo@litfetch-df.invalid"
-"""The contact address the demo cache was recorded with.
-
-The contact is part of several requests (NCBI ``email``, Crossref ``mailto``,
-Unpaywall ``email``), so a replay must send the same one. ``.invalid`` is a
-reserved domain: the address reaches nobody.
-"""
 
 DEMO_DIR: Final = "data/demo"
 """Where the demo files live inside the package."""
@@ -70,13 +57,13 @@ EXPORT_NAME: Final = "pubmed-demo.csv"
 """File name of the bundled export."""
 
 CACHE_NAME: Final = "responses.sqlite3"
-"""File name of the bundled replay cache."""
+"""File name of the cache :func:`copy_demo_cache` writes."""
 
 PIPELINE_STEPS: Final = ("resolve", "bodies", "files", "licences", "related")
 """The steps the demo runs: all of them."""
 
 # Every credentials key set to None: merged over the package options this removes any key
-# read from the environment, so the demo sends exactly the requests that were recorded.
+# read from the environment, so the demo asks what the keyless records answer.
 NO_CREDENTIALS: Final[Mapping[str, object]] = {key: None for key in ENV_CREDENTIALS.values()}
 
 
@@ -89,11 +76,6 @@ def demo_export_bytes() -> bytes:
     return _data(EXPORT_NAME).read_bytes()
 
 
-def demo_cache_bytes() -> bytes:
-    """Return the bytes of the bundled replay cache (``responses.sqlite3``)."""
-    return _data(CACHE_NAME).read_bytes()
-
-
 def load_demo_export() -> pd.DataFrame:
     """Return the bundled export read with :func:`~litfetch_df.frame.readers.read_pubmed`.
 
@@ -102,62 +84,41 @@ def load_demo_export() -> pd.DataFrame:
     return read_pubmed(demo_export_bytes(), format="csv")
 
 
-def copy_demo_cache(directory: str | os.PathLike[str]) -> Path:
-    """Copy the bundled replay cache into ``directory`` (created if missing); return the file.
+def demo_session(**session_options: Any) -> Session:
+    """Return a not-yet-entered :class:`Session` answered by the demo world, with no network.
 
-    SQLite writes a journal beside any database it opens, and the package may be
-    installed read-only, so the demo always replays from a copy.
+    Every request goes to :class:`~litfetch_df.demo_world.DemoWorld` through an
+    in-process transport: no request can reach a real host, and any slice of
+    the demo frame gets the same per-row answers. ``session_options`` go to
+    :class:`Session` (``timeout=``, or ``cache=`` to keep the world's answers);
+    ``contact`` is fixed to :data:`DEMO_CONTACT`. Use it as the ``session=`` of
+    any ``.lit`` call on :func:`load_demo_export`'s frame: those calls ignore
+    the credentials of the package options (the records were made without
+    keys); keys passed to a call itself still apply. A frame it made remembers
+    it, so a later step on that frame is answered by the world too.
+    """
+    return world_session(**session_options)
+
+
+def copy_demo_cache(directory: str | os.PathLike[str]) -> Path:
+    """Write the demo world's answers to the demo pipeline into a cache in ``directory``.
+
+    Runs :func:`run_pipeline` on the bundled export through :func:`demo_session`
+    with ``cache=directory`` (created if missing) and returns the cache file,
+    ``<directory>/responses.sqlite3``: a cache as a live run with ``cache=``
+    would have left it, to replay with ``offline=True`` and
+    ``contact=DEMO_CONTACT``. No request leaves the machine.
     """
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
-    path = target / CACHE_NAME
-    path.write_bytes(demo_cache_bytes())
-    return path
+    frame = load_demo_export()
 
+    async def record() -> None:
+        async with demo_session(cache=target) as session:
+            await run_pipeline(frame, session=session)
 
-def _open_cache(directory: str | os.PathLike[str]) -> ResponseCache:
-    # The recording is replayed however old it is: a TTL would make the demo rot.
-    return ResponseCache(copy_demo_cache(directory), ttl=math.inf)
-
-
-class _DemoSession(Session):
-    """An offline session over the demo recording.
-
-    ``keyless_replay`` tells the ``.lit`` calls it serves to ignore the
-    package-level credentials: the recording was made without keys.
-    """
-
-    keyless_replay: Final = True
-
-
-def _replay(store: ResponseCache, **session_options: Any) -> Session:
-    return _DemoSession(contact=DEMO_CONTACT, cache=store, offline=True, **session_options)
-
-
-def demo_session(**session_options: Any) -> Session:
-    """Return a not-yet-entered offline :class:`Session` that replays the demo cache.
-
-    The cache is a private copy in a temporary directory removed when the
-    process exits. ``session_options`` go to :class:`Session` (for example
-    ``timeout=``); ``contact`` is fixed to :data:`DEMO_CONTACT` and ``cache``,
-    ``offline`` and ``cache_ttl`` are set here. Use it as the ``session=`` of
-    any ``.lit`` call on :func:`load_demo_export`'s frame: those calls ignore
-    the credentials of the package options (read from the environment, say),
-    since the recording was made without keys and a key would only ask for
-    requests it does not hold; keys passed to a call itself still apply.
-    """
-    for fixed in ("contact", "cache", "offline", "cache_ttl"):
-        if fixed in session_options:
-            raise TypeError(f"demo_session() sets {fixed} itself")
-    directory = tempfile.mkdtemp(prefix="litfetch-df-demo-")
-    store = _open_cache(directory)
-
-    def cleanup() -> None:
-        store.close()
-        shutil.rmtree(directory, ignore_errors=True)
-
-    atexit.register(cleanup)
-    return _replay(store, **session_options)
+    run_sync(record, name="litfetch_df-demo-cache")
+    return target / CACHE_NAME
 
 
 async def run_pipeline(
@@ -169,10 +130,8 @@ async def run_pipeline(
     """Run resolve, bodies, file-sets, licences and relations on ``frame``; return the result.
 
     One :meth:`~litfetch_df.frame.accessor.LitFrameAccessor.run` call does
-    them all. This is exactly the set of requests the demo cache was
-    recorded from (``tools/build_demo.py`` calls it too), so keep the two in
-    step. ``session`` must be open (``async with``). Credentials from the
-    environment are ignored, so a replay asks for what was recorded.
+    them all. ``session`` must be open (``async with``). Credentials from the
+    environment are ignored, as the demo's records were made without keys.
     """
     return await LitFrameAccessor(frame).run_async(
         PIPELINE_STEPS, session=session, progress=progress, credentials=NO_CREDENTIALS
@@ -250,8 +209,9 @@ def _print_report(result: pd.DataFrame, stream: IO[str]) -> None:
         shown = table.astype(object).where(table.notna(), "-")
         stream.write(shown.to_string() + "\n\n")
     stream.write(
-        "'abandoned: not in cache' marks a request the demo recording holds no answer for "
-        "(see docs/demo-data.md); live, it would be asked upstream.\n"
+        "Offline demo: every answer comes from records of these articles; what they do not "
+        "state is reported as not found (docs/demo-data.md says what is recorded and what "
+        "is implied).\n"
     )
 
 
@@ -263,28 +223,22 @@ def run_demo(
 ) -> pd.DataFrame:
     """Run the whole pipeline offline on the bundled export and return the result frame.
 
-    Reads the export, replays the bundled cache from a temporary copy (no
-    request leaves the machine: the session is offline), prints a summary
-    and a per-article table to ``stream`` (default ``sys.stdout``) and, when
-    ``output`` is given, writes the result there as CSV, TSV or Parquet
-    (chosen by suffix; bodies appear as source and size, not bytes, and
-    file-sets and relations as counts and text). Returns the full frame,
-    whose ``body`` column holds the :class:`~litfetch_df.Blob` objects.
-    Works in a script, a thread and a running Jupyter event loop alike.
+    Reads the export, runs it on :func:`demo_session` (no request leaves the
+    machine), prints a summary and a per-article table to ``stream`` (default
+    ``sys.stdout``) and, when ``output`` is given, writes the result there as
+    CSV, TSV or Parquet (chosen by suffix; bodies appear as source and size,
+    not bytes, and file-sets and relations as counts and text). Returns the
+    full frame, whose ``body`` column holds the :class:`~litfetch_df.Blob`
+    objects. Works in a script, a thread and a running Jupyter event loop alike.
     """
     out_stream = stream if stream is not None else sys.stdout
     frame = load_demo_export()
-    with tempfile.TemporaryDirectory(prefix="litfetch-df-demo-") as tmp:
-        store = _open_cache(tmp)
-        try:
 
-            async def main() -> pd.DataFrame:
-                async with _replay(store) as session:
-                    return await run_pipeline(frame, session=session, progress=progress)
+    async def main() -> pd.DataFrame:
+        async with demo_session() as session:
+            return await run_pipeline(frame, session=session, progress=progress)
 
-            result = run_sync(main, name="litfetch_df-demo")
-        finally:
-            store.close()
+    result = run_sync(main, name="litfetch_df-demo")
     _print_report(result, out_stream)
     if output is not None:
         written = write_result(result, output)

@@ -1,18 +1,17 @@
-"""The offline demo: it runs with no network, and everything it reports is true.
+"""The offline demo: no network, answers per article, and everything it reports is true.
 
 "True" is checked against the recorded real data in tests/data/ (PROVENANCE.md),
-independently of tools/build_demo.py: the ids in the export, every response in
-the bundled cache, and the demo's results.
+independently of tools/build_demo.py: the ids in the export, every packaged
+record, the file-sets the articles' own JATS implies, and the demo's results.
+Any slice of the demo table (reversed, a head, duplicated rows) gets the same
+per-row answers as the whole of it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
-import json
-import math
-import sqlite3
-import urllib.parse
-import zlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,9 @@ import pytest
 import litfetch_df.demo as demo
 from litfetch_df import ArticleIds, Blob, Related, RelationType
 from litfetch_df._xml import local_name, parse_xml
+from litfetch_df.demo_world import DemoWorld, demo_articles, demo_world
 from litfetch_df.frame.accessor import LitFrameAccessor
+from litfetch_df.frame.options import ENV_CREDENTIALS
 from tests.conftest import data_bytes, data_json
 
 JATS = {
@@ -137,60 +138,31 @@ def test_export_ids_are_the_real_articles_ids() -> None:
     assert export["DOI"].isna().sum() >= 1
 
 
-def test_every_recorded_answer_is_a_fixture_or_states_only_true_facts() -> None:
+def test_every_packaged_record_is_a_fixture_byte_for_byte() -> None:
+    records = Path(demo.__file__).parent / "data" / "demo" / "records"
+    names = sorted(p.relative_to(records).as_posix() for p in records.rglob("*") if p.is_file())
+    assert names, "the demo records are missing"
+    for name in names:
+        if name == "articles.json":
+            continue
+        assert (records / name).read_bytes() == data_bytes(*name.split("/")), name
+    # The manifest's ids are the articles' true ids; its records are about that article.
     known = true_ids()
-    cache = Path(demo.__file__).parent / demo.DEMO_DIR / demo.CACHE_NAME
-    conn = sqlite3.connect(f"file:{cache}?mode=ro&immutable=1", uri=True)
-    try:
-        rows = conn.execute("SELECT status, url, content, codec FROM litfetch_responses").fetchall()
-    finally:
-        conn.close()
-    assert rows, "the demo cache is empty"
-    seen_hosts = set()
-    for status, url, content, codec in rows:
-        body = zlib.decompress(content) if codec == "zlib" else bytes(content)
-        parsed = urllib.parse.urlsplit(url)
-        path = urllib.parse.unquote(parsed.path)
-        seen_hosts.add(parsed.netloc)
-        if path.endswith("/fullTextXML"):
-            pmcid = path.split("/")[-2]
-            assert status == 200 and body == data_bytes("jats", JATS[pmcid])
-        elif parsed.netloc == "api.crossref.org":
-            doi = path.removeprefix("/works/")
-            assert status == 200 and body == data_bytes("json", CROSSREF[doi])
-        elif parsed.netloc == "api.unpaywall.org":
-            doi = path.removeprefix("/v2/")
-            assert status == 200 and body == data_bytes("json", UNPAYWALL[doi])
-        elif parsed.netloc == "api.semanticscholar.org":
-            doi = path.removeprefix("/graph/v1/paper/DOI:")
-            recorded = data_json("json", S2[doi])
-            if status == 404:
-                assert body == data_bytes("json", S2[doi])
-                continue
-            answer = json.loads(body)
-            # A subset of the recorded record: the fields asked for, values unchanged.
-            assert answer == {k: recorded[k] for k in answer}
-        elif path.endswith("/search"):
-            results = json.loads(body)["resultList"]["result"]
-            assert results
-            for record in results:
-                assert known[record["doi"].lower()] == (record["pmid"], record.get("pmcid"))
+    for article in demo_articles():
+        if article.doi.lower() in known:
+            assert (article.pmid, article.pmcid) == known[article.doi.lower()]
         else:
-            raise AssertionError(f"unexpected recorded answer for {url}")
-    assert "pmc-oa-opendata.s3.amazonaws.com" not in seen_hosts  # no bucket facts: nothing
+            assert article.pmid is None and article.pmcid is None
+        if article.jats:
+            assert jats_ids(article.jats.removeprefix("jats/"))["doi"] == article.doi
+        for name in (article.crossref, article.unpaywall, article.s2, article.openalex):
+            if name and not name.endswith("_404.json"):
+                assert article.doi.replace("/", "_") in name
 
 
 def test_package_data_is_small() -> None:
-    assert len(demo.demo_cache_bytes()) + len(demo.demo_export_bytes()) < 2_000_000
-
-
-def test_the_demo_replays_without_expiry(tmp_path: Path) -> None:
-    store = demo._open_cache(tmp_path)
-    try:
-        assert store.ttl == math.inf
-        assert store.info().entries > 0
-    finally:
-        store.close()
+    demo_dir = Path(demo.__file__).parent / "data" / "demo"
+    assert sum(p.stat().st_size for p in demo_dir.rglob("*") if p.is_file()) < 2_000_000
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -201,7 +173,8 @@ def test_bodies_and_licences_come_from_the_real_jats(result: pd.DataFrame) -> No
         ids = jats_ids(name)
         r = row(result, ids["doi"])
         assert r["pmcid"] == pmcid and r["pmid"] == ids["pmid"]
-        assert r["body_source"] == "europe_pmc"
+        # The bucket listing the JATS implies names the XML first: the ladder's bucket rung.
+        assert r["body_source"] == "pmc_oa_s3"
         assert isinstance(r["body"], Blob) and r["body"].content == data_bytes("jats", name)
         assert r["licence_basis"] == "artifact"
     assert row(result, "10.1186/1471-2180-11-174")["licence"] == (
@@ -225,13 +198,64 @@ def test_resolve_fills_the_blank_ids_truthfully(result: pd.DataFrame) -> None:
 
 
 def test_facts_we_do_not_hold_are_reported_not_invented(result: pd.DataFrame) -> None:
+    # No record states a PMID or PMCID for these: the world says "not found", nothing else.
     for doi in ("10.1101/2024.04.01.587366", "10.3389/fgene.2017.00147"):
         r = row(result, doi)
         assert pd.isna(r["pmid"]) and pd.isna(r["pmcid"])
-        assert r["resolve_error"].startswith("abandoned: not in cache")
-    # No bucket listing was recorded: the JATS articles' file-sets are unknown, not empty.
-    r = row(result, "10.1186/1471-2180-11-174")
-    assert pd.isna(r["n_files"]) and r["files_error"].startswith("abandoned")
+        assert pd.isna(r["body_source"]) and r["n_files"] == 0
+    # No JATS is held for these PMC articles: no bucket listing is implied, no body served.
+    for doi in CHAINS:
+        r = row(result, doi)
+        assert pd.isna(r["body_source"])
+        assert not [f for f in r["files"] if "pmc_oa_s3" in f.listed_by]
+    # Nothing is abandoned: every request got an answer from the world.
+    errors = [c for c in result.columns if c.endswith("_error")]
+    assert result[errors].isna().all().all()
+
+
+def implied_names(name: str, pmcid: str) -> set[str]:
+    """The file names the article's JATS states, read here independently of the package."""
+    root = parse_xml(data_bytes("jats", name))
+    href = "{http://www.w3.org/1999/xlink}href"
+    version = "1"
+    for el in root.iter():
+        if local_name(el) == "article-id" and el.get("pub-id-type") == "pmcid-ver":
+            version = el.text.strip().rsplit(".", 1)[1]
+    folder = f"{pmcid}.{version}"
+    names = {f"{folder}.xml"}
+    for el in root.iter():
+        target = el.get(href) or ""
+        if local_name(el) == "self-uri" and el.get("content-type") == "pmc-pdf":
+            names.add(f"{folder}.pdf")
+        elif local_name(el) in ("graphic", "media", "inline-graphic") and "." in target:
+            names.add(target)
+    return names
+
+
+def test_bucket_file_sets_are_what_the_jats_names(result: pd.DataFrame) -> None:
+    supplementary = 0
+    for pmcid, name in JATS.items():
+        r = row(result, jats_ids(name)["doi"])
+        bucket = [f for f in r["files"] if f.source == "pmc_oa_s3"]
+        assert {f.filename for f in bucket} == implied_names(name, pmcid)
+        supplementary += sum(f.kind.value == "supplementary" for f in bucket)
+    assert supplementary >= 5  # PMC3166277's .DOC, PMC13250820's four .docx and a figure
+
+
+def test_recorded_bytes_download_and_unrecorded_ones_fail_plainly(
+    result: pd.DataFrame, tmp_path: Path, no_network: None
+) -> None:
+    files = LitFrameAccessor(result).files()
+    fetched = LitFrameAccessor(files).fetch_files(
+        tmp_path, session=demo.demo_session(), progress=False
+    )
+    got = fetched[fetched["path"].notna()]
+    assert len(got) == len(JATS)  # the four JATS renditions: their bytes are recorded
+    for path, pmcid in zip(got["path"], got["pmcid"], strict=True):
+        assert Path(path).read_bytes() == data_bytes("jats", JATS[pmcid])
+    rest = fetched[fetched["path"].isna()]
+    assert len(rest) == len(fetched) - len(JATS)
+    assert rest["fetch_error"].fillna("").str.startswith("abandoned").sum() == 0
 
 
 def test_relations_are_the_crossref_assertions(result: pd.DataFrame) -> None:
@@ -271,6 +295,7 @@ def test_run_demo_prints_and_writes(tmp_path: Path, no_network: None) -> None:
     frame = demo.run_demo(target, stream=out)
     text = out.getvalue()
     assert "Summary" in text and "PMC3166277" in text and "published 10.1016/j.xgen" in text
+    assert "not in cache" not in text
     written = pd.read_csv(target, dtype="string")
     assert len(written) == len(frame) == 10
     assert "body" not in written.columns and "body_size" in written.columns
@@ -283,6 +308,125 @@ def test_demo_session_serves_the_accessor_offline(no_network: None) -> None:
     export = demo.load_demo_export()
     resolved = LitFrameAccessor(export).resolve(session=demo.demo_session(), progress=False)
     assert resolved.loc[0, "pmcid"] == "PMC3166277"
+
+
+# -- any slice gives the same per-row answers ------------------------------------------------------
+
+STEPS = ("resolve", "bodies", "files", "licences", "related")
+
+
+def per_row(frame: pd.DataFrame) -> list[tuple[object, ...]]:
+    """What a row says: its ids, body source, licence, files and relations."""
+
+    def cell(value: object) -> object:
+        return None if value is None or (not isinstance(value, tuple) and pd.isna(value)) else value
+
+    out = []
+    for record in frame.to_dict("records"):
+        files = record["files"] if isinstance(record["files"], tuple) else ()
+        out.append(
+            (
+                *(cell(record[c]) for c in ("pmid", "pmcid", "doi", "body_source", "body_size")),
+                *(cell(record[c]) for c in ("licence", "access", "licence_basis")),
+                tuple(sorted((f.uri or "", f.kind.value, f.source) for f in files)),
+                cell(record["related"]),
+                tuple(c for c in frame.columns if c.endswith("_error") and cell(record[c])),
+            )
+        )
+    return out
+
+
+def run_on(frame: pd.DataFrame) -> pd.DataFrame:
+    return LitFrameAccessor(frame).run(STEPS, session=demo.demo_session(), progress=False)
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        pytest.param(lambda f: f.iloc[::-1], id="reversed"),
+        pytest.param(lambda f: f.head(3), id="head3"),
+        pytest.param(lambda f: f.iloc[[9, 4, 4, 0, 7, 0]], id="duplicated"),
+        pytest.param(lambda f: f.iloc[[6]], id="one-row"),
+    ],
+)
+def test_any_slice_gets_the_same_per_row_answers(
+    result: pd.DataFrame, pick: Any, no_network: None
+) -> None:
+    whole = dict(zip(result.index, per_row(result), strict=True))
+    part = pick(demo.load_demo_export())
+    answered = run_on(part)
+    assert list(answered.index) == list(part.index)
+    assert per_row(answered) == [whole[i] for i in part.index]
+
+
+def test_the_world_builds_batch_answers_per_id_in_any_order() -> None:
+    world = DemoWorld(demo_articles())
+    url = "https://pmc.ncbi.nlm.nih.gov/tools/idconv/api/v1/articles/"
+
+    def records(ids: list[str]) -> list[dict[str, Any]]:
+        answer = world.handle(httpx.Request("GET", url, params={"ids": ",".join(ids)}))
+        assert answer.status_code == 200
+        return list(answer.json()["records"])
+
+    ids = ["21810267", "10.3389/fgene.2017.00147", "PMC2599765"]
+    forward = records(ids)
+    assert [r["requested-id"] for r in forward] == ids
+    assert records(ids[::-1]) == forward[::-1]
+    assert records([ids[0], ids[0]]) == [forward[0], forward[0]]
+    assert forward[0]["pmcid"] == "PMC3166277" and forward[1]["status"] == "error"
+    s2 = world.handle(
+        httpx.Request(
+            "POST",
+            "https://api.semanticscholar.org/graph/v1/paper/batch",
+            params={"fields": "externalIds"},
+            json={"ids": ["DOI:10.9999/unknown", "PMID:38799228"]},
+        )
+    ).json()
+    assert s2[0] is None and s2[1]["externalIds"]["PubMed"] == "38799228"
+
+
+def test_the_world_never_reaches_a_real_host(no_network: None) -> None:
+    world = demo_world()
+    before = world.requests
+    answer = world.handle(httpx.Request("GET", "https://www.pnas.org/doi/pdf/10.1073/x"))
+    assert answer.status_code == 404 and "not among the demo's records" in answer.text
+    assert world.requests == before + 1
+
+    async def ask() -> int:
+        async with demo.demo_session() as session:
+            transport = session.client._transport
+            assert isinstance(transport, httpx.MockTransport)
+            return (await session.client.get("https://example.org/")).status_code
+
+    assert asyncio.run(ask()) == 404
+
+
+def test_a_later_step_on_a_demo_frame_stays_in_the_world(no_network: None) -> None:
+    resolved = LitFrameAccessor(demo.load_demo_export()).resolve(
+        session=demo.demo_session(), progress=False
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "going online" warning
+        listed = LitFrameAccessor(resolved.iloc[::-1]).list_files(progress=False)
+    assert listed["files_error"].isna().all()
+    assert int(listed["n_files"].sum()) >= 16
+
+
+def test_the_demo_cache_replays_offline(tmp_path: Path, no_network: None) -> None:
+    cache = demo.copy_demo_cache(tmp_path / "cache")
+    assert cache.is_file()
+    frame = demo.load_demo_export()
+    # The cache was written without keys: replay it without keys too (whatever an
+    # earlier test or the environment left in the package options).
+    replayed = LitFrameAccessor(frame).run(
+        STEPS,
+        cache=tmp_path / "cache",
+        offline=True,
+        contact=demo.DEMO_CONTACT,
+        credentials=dict.fromkeys(ENV_CREDENTIALS.values()),
+        progress=False,
+    )
+    assert per_row(replayed) == per_row(run_on(frame))
 
 
 def test_the_bundled_demo_data_is_what_the_builder_makes_today() -> None:

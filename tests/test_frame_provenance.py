@@ -1,7 +1,7 @@
 """A frame remembers the session settings it was made with, and later steps use them.
 
 After ``df.lit.resolve(session=demo_session())`` a plain ``out.lit.run(...)``
-(or one on a slice of ``out``) replays the same recording offline instead of
+(or one on a slice of ``out``) is answered by the same demo world instead of
 going to the network; a call that names its own session or cache wins; a
 call that goes online for a frame made offline says so in one warning; a
 frame whose offline cache is gone fails with a clear message. Keys never
@@ -34,9 +34,16 @@ def resolved() -> pd.DataFrame:
 def test_a_step_records_its_session_settings_and_never_a_key(resolved: pd.DataFrame) -> None:
     found = from_attrs(resolved.attrs)
     assert found is not None
-    assert found.contact == demo.DEMO_CONTACT and found.offline and found.keyless
-    assert found.cache is not None and Path(found.cache).is_file()
-    assert set(resolved.attrs[ATTRS_KEY]) == {"contact", "cache", "cache_ttl", "offline", "keyless"}
+    assert found.contact == demo.DEMO_CONTACT and found.demo and found.keyless
+    assert found.cache is None and not found.offline  # the demo world needs neither
+    assert set(resolved.attrs[ATTRS_KEY]) == {
+        "contact",
+        "cache",
+        "cache_ttl",
+        "offline",
+        "keyless",
+        "demo",
+    }
     with lf.option_context(credentials={"ncbi_api_key": "SEKRIT-NCBI"}):
         again = resolved.lit.resolve(force=True, progress=False)
     assert "SEKRIT" not in repr(again.attrs)
@@ -49,7 +56,7 @@ def test_a_later_step_replays_the_frame_s_cache(resolved: pd.DataFrame) -> None:
     given = resolved.lit.run(STEPS, session=demo.demo_session(), progress=False)
     pd.testing.assert_frame_equal(inherited.drop(columns="body"), given.drop(columns="body"))
     assert inherited["body"].tolist() == given["body"].tolist()
-    assert inherited["body_source"].notna().sum() >= 4  # answered from the recording
+    assert inherited["body_source"].notna().sum() >= 4  # answered by the demo world
     # A slice keeps the settings too (pandas carries attrs along).
     head = resolved.head(3).lit.fetch_bodies(progress=False)
     assert head["body_source"].tolist() == given["body_source"].head(3).tolist()

@@ -65,6 +65,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._limiter": "http",
     "litfetch_df.session": "session",
     "litfetch_df.cache": "session",
+    "litfetch_df.demo_world": "session",
     "litfetch_df.sources": "sources",
     "litfetch_df.operations": "operations",
     "litfetch_df.resolvers": "operations",

@@ -3,8 +3,9 @@
 - an offline miss (:class:`NotInCache`) is routine when a recording is replayed,
   and the row reports it, so sources log it at INFO; every other transport
   failure stays a WARNING;
-- the demo recording was made without keys, so ``.lit`` calls on
-  :func:`demo_session` ignore the keys of the package options;
+- the demo's records were made without keys, so ``.lit`` calls on
+  :func:`demo_session` ignore the keys of the package options (keys given to
+  the call itself are still sent);
 - ``litfetch-df cache info`` opens the file without changing it.
 """
 
@@ -23,6 +24,7 @@ import pytest
 import litfetch_df.demo as demo
 from litfetch_df import ArticleIds, NotInCache, UpstreamUnavailable, cli
 from litfetch_df.cache import ResponseCache
+from litfetch_df.demo_world import DemoWorld, demo_articles, world_session
 from litfetch_df.frame.options import ENV_CREDENTIALS, reset_options
 from litfetch_df.session import CachedResponse
 from litfetch_df.sources.crossref import fetch_crossref_work
@@ -103,50 +105,53 @@ def keys_in_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_options()
 
 
-def _files(**call: Any) -> pd.DataFrame:
-    session = demo.demo_session()
+class KeyWatchingWorld(DemoWorld):
+    """The demo world, noting every request that carried something looking like a key."""
+
+    def __init__(self) -> None:
+        super().__init__(demo_articles())
+        self.keyed: list[str] = []
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        if "k3y" in str(request.url) or any("k3y" in v for v in request.headers.values()):
+            self.keyed.append(request.url.host)
+        return super().handle(request)
+
+
+def _files(**call: Any) -> tuple[pd.DataFrame, list[str]]:
+    world = KeyWatchingWorld()
     frame: pd.DataFrame = demo.load_demo_export().lit.list_files(
-        session=session, progress=False, **call
+        session=world_session(world=world), progress=False, **call
     )
-    assert session.requests_sent == 0  # offline: the replay never leaves the machine
-    return frame
+    return frame, world.keyed
 
 
-def test_the_demo_replay_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_demo_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="litfetch_df")
     frame = demo.load_demo_export()
-    session = demo.demo_session()
-    run: dict[str, Any] = {"session": session, "progress": False}
+    run: dict[str, Any] = {"session": demo.demo_session(), "progress": False}
     out = frame.lit.resolve(**run).lit.fetch_bodies(**run).lit.list_files(**run)
     out = out.lit.licences(**run).lit.related(**run)
-    assert session.requests_sent == 0
-    # The recording lacks some answers on purpose; the rows say so ...
-    assert out["files_error"].str.startswith("abandoned: not in cache").any()
-    # ... and the log keeps them at INFO.
-    assert any("NotInCache" in r.getMessage() for r in caplog.records)
+    # The world answers every request: nothing is abandoned, and nothing is logged loudly.
+    errors = [c for c in out.columns if c.endswith("_error")]
+    assert out[errors].isna().all().all()
+    assert out["n_files"].sum() > 0
     loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert loud == []
 
 
 def test_demo_session_ignores_keys_from_the_environment(keys_in_env: None) -> None:
-    from_env = _files()
-    keyless = _files(credentials=dict.fromkeys(ENV_CREDENTIALS.values()))
+    from_env, keyed = _files()
+    keyless, _ = _files(credentials=dict.fromkeys(ENV_CREDENTIALS.values()))
     pd.testing.assert_frame_equal(from_env, keyless)
+    assert keyed == []  # no key from the environment was sent
 
 
 def test_keys_passed_to_the_call_still_apply() -> None:
-    keyless = _files()
-    keyed = _files(credentials={"semantic_scholar_api_key": "k3y-given-to-the-call"})
-
-    # The recording holds no keyed Semantic Scholar request: the keyed call loses those files.
-    # (Since issue 15 a URL two sources list is one file naming both, so the loss shows in
-    # who listed the files rather than in how many there are.)
-    def listers(frame: pd.DataFrame) -> set[str]:
-        cells = [c for c in frame["files"] if isinstance(c, tuple)]
-        return {name for cell in cells for f in cell for name in f.listed_by}
-
-    assert "semantic_scholar" in listers(keyless)
-    assert "semantic_scholar" not in listers(keyed)
+    _, unkeyed = _files()
+    _, keyed = _files(credentials={"semantic_scholar_api_key": "k3y-given-to-the-call"})
+    assert unkeyed == []
+    assert keyed and set(keyed) == {"api.semanticscholar.org"}
 
 
 # -- cache info ----------------------------------------------------------------------------------

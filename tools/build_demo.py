@@ -1,51 +1,36 @@
-"""Build the offline demo data: ``litfetch_df/data/demo/{pubmed-demo.csv,responses.sqlite3}``.
+"""Build the offline demo data: ``litfetch_df/data/demo/{pubmed-demo.csv,records/}``.
 
 Run from the repository root (no network is used)::
 
-    .venv/bin/python tools/build_demo.py            # rebuild both files
-    .venv/bin/python tools/build_demo.py --check    # rebuild in a temp dir; exit 1 on drift
+    .venv/bin/python tools/build_demo.py            # rebuild the export and the records
+    .venv/bin/python tools/build_demo.py --check    # exit 1 if the packaged files drifted
 
 How it works (docs/demo-data.md tells the story with provenance):
 
 1. The articles are real, and every fact about them comes from a file in
    ``tests/data/`` (see tests/data/PROVENANCE.md): the four PMC JATS files, the
-   recorded Crossref / Unpaywall / Semantic Scholar / OpenAlex / NCBI answers,
-   and the identifier chains listed there. :data:`ARTICLES` names them; the
-   identifiers of the JATS articles are read from the files themselves.
+   recorded Crossref / Unpaywall / Semantic Scholar / OpenAlex answers, and the
+   identifier chains listed there. :data:`ARTICLES` names them; the
+   identifiers of the JATS articles are read from the files themselves and
+   every recorded answer is checked to name its article.
 2. The export is written from those facts (title, authors, journal and year
    from the article's own JATS, Crossref, Unpaywall or OpenAlex record).
-3. A local fake upstream (``tests/fake_upstream.py``) answers the library's
-   requests from the same facts only: recorded bodies byte for byte where we
-   hold one for exactly that request, answers synthesized in the documented
-   shape where only the shape is missing (an ID Converter or Europe PMC record
-   stating a mapping the facts state), and **503 for everything else**, so no
-   request is ever answered with something we do not know. 503 is not stored
-   by the cache; on replay those requests report "not in cache".
-4. :func:`litfetch_df.demo.run_pipeline` runs once against the fake through a
-   :class:`~litfetch_df.Session` with a persistent cache and
-   :data:`litfetch_df.demo.DEMO_CONTACT`; the cache is then normalised
-   (fixed timestamp, only ``content-type`` kept, rows in key order) so a
-   rebuild gives the same bytes, and replayed offline to check it gives the
-   same result.
+3. The recorded files are copied, byte for byte, into ``records/`` with a
+   manifest (``records/articles.json``) naming each article's ids and records.
+   :mod:`litfetch_df.demo_world` serves the library's requests from them at
+   run time, per article; nothing is recorded from a run.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import dataclasses
-import hashlib
 import io
 import json
-import logging
-import math
 import re
 import shutil
-import sqlite3
 import sys
-import tempfile
-import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -53,28 +38,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
 from lxml import etree  # noqa: E402
 
-from litfetch_df import RetryPolicy, Session  # noqa: E402
 from litfetch_df._xml import local_name, parse_xml  # noqa: E402
-from litfetch_df.cache import ResponseCache  # noqa: E402
-from litfetch_df.demo import (  # noqa: E402
-    CACHE_NAME,
-    DEMO_CONTACT,
-    EXPORT_NAME,
-    run_pipeline,
-)
-from litfetch_df.frame import bulk as frame_bulk  # noqa: E402
-from litfetch_df.frame.readers import read_pubmed  # noqa: E402
-from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream  # noqa: E402
+from litfetch_df.demo import EXPORT_NAME  # noqa: E402
+from litfetch_df.demo_world import MANIFEST  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 OUT = ROOT / "litfetch_df" / "data" / "demo"
 
-#: Every stored entry gets this time (2026-11-30T00:00:00Z, the day the fixtures were
-#: checked), so that the file is the same on every build. The demo replays with no TTL.
-STORED_AT = 1795996800.0
+#: The records folder, inside the demo directory.
+RECORDS = "records"
 
 #: The columns of PubMed's "Save -> CSV" export, in its order.
 PUBMED_COLUMNS = (
@@ -89,23 +63,6 @@ PUBMED_COLUMNS = (
     "PMCID",
     "NIHMS ID",
     "DOI",
-)
-
-HOSTS = (
-    "pmc.ncbi.nlm.nih.gov",
-    "www.ncbi.nlm.nih.gov",
-    "eutils.ncbi.nlm.nih.gov",
-    "www.ebi.ac.uk",
-    "api.openalex.org",
-    "pmc-oa-opendata.s3.amazonaws.com",
-    "api.crossref.org",
-    "api.unpaywall.org",
-    "api.semanticscholar.org",
-    "api.elsevier.com",
-    "api.springernature.com",
-    "api.biorxiv.org",
-    "www.biorxiv.org",
-    "www.medrxiv.org",
 )
 
 
@@ -456,292 +413,70 @@ def export_bytes(rows: list[dict[str, str]]) -> bytes:
     return data
 
 
-# -- the fake upstream ------------------------------------------------------------------------
+# -- the records the demo world serves ---------------------------------------------------------
 
 
-def _unavailable(req: FakeRequest) -> FakeResponse:
-    return FakeResponse(503, "no recorded fact for this request", {"Retry-After": "0"})
+def manifest(facts: Facts) -> dict[str, Any]:
+    """Return ``records/articles.json``: per article its ids and the records held about it."""
+    entries = []
+    for article in facts.articles:
+        entry: dict[str, Any] = {"doi": article.doi, "pmid": article.pmid, "pmcid": article.pmcid}
+        if article.jats:
+            entry["jats"] = f"jats/{article.jats}"
+        for kind in ("crossref", "unpaywall", "s2", "openalex"):
+            name = getattr(article, kind)
+            if name:
+                entry[kind] = f"json/{name}"
+        entries.append(entry)
+    return {
+        "about": (
+            "The demo articles and the recorded files (copies of tests/data, see its "
+            "PROVENANCE.md) that state facts about each; written by tools/build_demo.py."
+        ),
+        "articles": entries,
+    }
 
 
-def _json_bytes(obj: Any) -> FakeResponse:
-    return FakeResponse(
-        200, json.dumps(obj, ensure_ascii=False).encode(), {"Content-Type": "application/json"}
-    )
+def record_files(facts: Facts) -> dict[str, bytes]:
+    """Return every packaged file, relative to the demo directory, with its bytes."""
+    files = {EXPORT_NAME: export_bytes(export_rows(facts))}
+    listing = manifest(facts)
+    text = json.dumps(listing, indent=2, ensure_ascii=False) + "\n"
+    files[f"{RECORDS}/{MANIFEST}"] = text.encode("utf-8")
+    for entry in listing["articles"]:
+        for kind in ("jats", "crossref", "unpaywall", "s2", "openalex"):
+            if kind in entry:
+                files[f"{RECORDS}/{entry[kind]}"] = (DATA / entry[kind]).read_bytes()
+    return files
 
 
-def _recorded_json(name: str, status: int = 200) -> FakeResponse:
-    return FakeResponse(
-        status, (DATA / "json" / name).read_bytes(), {"Content-Type": "application/json"}
-    )
+def build(target_dir: Path) -> dict[str, bytes]:
+    """Write the export and the records into ``target_dir`` (stale records removed)."""
+    files = record_files(gather_facts())
+    records = target_dir / RECORDS
+    if records.exists():
+        shutil.rmtree(records)
+    for name, content in files.items():
+        path = target_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    return files
 
 
-def _doi_from_path(path: str, prefix: str) -> str:
-    return urllib.parse.unquote(path[len(prefix) :])
-
-
-def install(fake: FakeUpstream, facts: Facts) -> None:
-    """Register the fact-only routes (later routes win over the catch-all 503s)."""
-    for host in HOSTS:
-        for method in ("GET", "POST"):
-            fake.route(host, r".*", _unavailable, method=method)
-
-    def idconv(req: FakeRequest) -> FakeResponse:
-        ids = [i for i in (req.param("ids") or "").split(",") if i]
-        records = []
-        for requested in ids:
-            article = (
-                facts.by_pmid(requested) or facts.by_pmcid(requested) or facts.by_doi(requested)
-            )
-            if article is None or article.pmid is None or article.pmcid is None:
-                return _unavailable(req)  # one unknown id: the whole answer is unknown
-            records.append(
-                {
-                    "requested-id": requested,
-                    "pmcid": article.pmcid,
-                    "pmid": int(article.pmid),
-                    "doi": article.doi,
-                }
-            )
-        query = urllib.parse.urlencode({k: v[0] for k, v in req.query.items()})
-        return _json_bytes(
-            {
-                "status": "ok",
-                "responseDate": "2026-11-30 00:00:00",
-                "request": query,
-                "records": records,
-            }
-        )
-
-    fake.route("pmc.ncbi.nlm.nih.gov", r"/tools/idconv/api/v1/articles/", idconv)
-
-    def epmc_search(req: FakeRequest) -> FakeResponse:
-        query = req.param("query") or ""
-        pmids = re.findall(r"EXT_ID:(\d+)", query)
-        if not pmids or "SRC:MED" not in query:
-            return _unavailable(req)
-        results = []
-        for pmid in pmids:
-            article = facts.by_pmid(pmid)
-            if article is None:
-                return _unavailable(req)
-            record: dict[str, Any] = {"id": pmid, "source": "MED", "pmid": pmid}
-            if article.pmcid:
-                record["pmcid"] = article.pmcid
-            record["doi"] = article.doi
-            title = facts.metas[article.doi].title
-            if title:
-                record["title"] = title
-            results.append(record)
-        return _json_bytes(
-            {
-                "hitCount": len(results),
-                "request": {
-                    "queryString": query,
-                    "resultType": req.param("resultType") or "lite",
-                    "pageSize": int(req.param("pageSize") or 25),
-                },
-                "resultList": {"result": results},
-            }
-        )
-
-    fake.route("www.ebi.ac.uk", r"/europepmc/webservices/rest/search", epmc_search)
-
-    def full_text(req: FakeRequest) -> FakeResponse:
-        pmcid = req.path.split("/")[-2]
-        body = facts.jats.get(pmcid.upper())
-        if body is None:
-            return _unavailable(req)
-        return FakeResponse(200, body, {"Content-Type": "application/xml"})
-
-    fake.route("www.ebi.ac.uk", r"/europepmc/webservices/rest/PMC\d+/fullTextXML", full_text)
-
-    def crossref(req: FakeRequest) -> FakeResponse:
-        article = facts.by_doi(_doi_from_path(req.path, "/works/"))
-        if article is None or article.crossref is None:
-            return _unavailable(req)
-        return _recorded_json(article.crossref)
-
-    fake.route("api.crossref.org", r"/works/.+", crossref)
-
-    def unpaywall(req: FakeRequest) -> FakeResponse:
-        article = facts.by_doi(_doi_from_path(req.path, "/v2/"))
-        if article is None or article.unpaywall is None or not req.param("email"):
-            return _unavailable(req)
-        return _recorded_json(article.unpaywall)
-
-    fake.route("api.unpaywall.org", r"/v2/.+", unpaywall)
-
-    def s2_paper(req: FakeRequest) -> FakeResponse:
-        paper = _doi_from_path(req.path, "/graph/v1/paper/")
-        if not paper.startswith("DOI:"):
-            return _unavailable(req)
-        article = facts.by_doi(paper.removeprefix("DOI:"))
-        if article is None or article.s2 is None:
-            return _unavailable(req)
-        if article.s2.endswith("_404.json"):
-            return _recorded_json(article.s2, 404)  # "not found" holds whatever was asked
-        record = _json(article.s2)
-        fields = [f for f in (req.param("fields") or "").split(",") if f]
-        if not fields or any(f not in record for f in fields):
-            return _unavailable(req)
-        return _json_bytes({"paperId": record["paperId"], **{f: record[f] for f in fields}})
-
-    fake.route("api.semanticscholar.org", r"/graph/v1/paper/.+", s2_paper)
-
-    def openalex(req: FakeRequest) -> FakeResponse:
-        wanted = (req.param("filter") or "").removeprefix("doi:").split("|")
-        results = []
-        for doi in wanted:
-            article = facts.by_doi(doi)
-            if article is None or article.openalex is None:
-                return _unavailable(req)
-            work = _json(article.openalex)
-            results.append({"ids": work["ids"], "doi": work["doi"]})
-        return _json_bytes(
-            {
-                "meta": {"count": len(results), "page": 1, "per_page": len(wanted)},
-                "results": results,
-            }
-        )
-
-    fake.route("api.openalex.org", r"/works", openalex)
-
-
-# -- recording and normalising -----------------------------------------------------------------
-
-
-async def _record(frame: pd.DataFrame, cache: ResponseCache, fake: FakeUpstream) -> pd.DataFrame:
-    # Record the per-article requests only. We hold per-article records, never a
-    # bulk answer (a DOI-list or batch answer would also assert the absence of every
-    # DOI we know nothing about); on replay the bulk request misses and the frame
-    # falls back to these stored per-article answers.
-    bulk_was, frame_bulk._ENABLED = frame_bulk._ENABLED, False
-    try:
-        # One attempt: a 503 (no fact) is final at once and, being transient, never stored.
-        async with Session(
-            client_factory=fake.client_factory(),
-            retry=RetryPolicy(max_attempts=1),
-            contact=DEMO_CONTACT,
-            cache=cache,
-        ) as session:
-            return await run_pipeline(frame, session=session)
-    finally:
-        frame_bulk._ENABLED = bulk_was
-
-
-def _normalise(recorded: Path, target: Path) -> None:
-    """Copy the recorded entries into a fresh file: fixed time, content-type only, key order."""
-    if target.exists():
-        target.unlink()
-    ResponseCache(target).close()  # creates the schema exactly as the library does
-    with sqlite3.connect(recorded) as src:
-        rows = src.execute(
-            "SELECT key, status, headers, content, codec, size, url FROM litfetch_responses"
-            " ORDER BY key"
-        ).fetchall()
-    conn = sqlite3.connect(target, isolation_level=None)
-    try:
-        conn.execute("BEGIN")
-        for key, status, headers, content, codec, size, url in rows:
-            kept = [[k, v] for k, v in json.loads(headers) if k.lower() == "content-type"]
-            conn.execute(
-                "INSERT INTO litfetch_responses"
-                " (key, status, headers, content, codec, size, url, stored_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    status,
-                    json.dumps(kept, separators=(",", ":")),
-                    content,
-                    codec,
-                    size,
-                    url,
-                    STORED_AT,
-                ),
-            )
-        conn.execute("COMMIT")
-        conn.execute("PRAGMA journal_mode = DELETE").fetchall()
-        conn.execute("VACUUM")
-        # Leave the file in the mode ResponseCache keeps its files in, so that opening it
-        # (``litfetch-df cache info`` on it, say) finds nothing to change.
-        conn.execute("PRAGMA journal_mode = WAL").fetchall()
-    finally:
-        conn.close()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
-
-
-# Columns whose values must match between the recording run and the offline replay.
-COMPARED = (
-    "pmid",
-    "pmcid",
-    "doi",
-    "body_source",
-    "body_media_type",
-    "body_size",
-    "licence",
-    "access",
-    "licence_basis",
-    "n_files",
-    "n_related",
-    "preprint_doi",
-    "published_doi",
-)
-
-
-def _comparable(frame: pd.DataFrame) -> list[tuple[object, ...]]:
-    errors = [c for c in frame.columns if str(c).endswith("_error")]
-    out = []
-    for record in frame.to_dict("records"):
-        values = tuple(None if pd.isna(record[c]) else record[c] for c in COMPARED)
-        failed = tuple(c for c in errors if isinstance(record[c], str))
-        out.append((*values, failed))
-    return out
-
-
-def build(target_dir: Path) -> pd.DataFrame:
-    """Write the export and the replay cache into ``target_dir``; return the recorded result."""
-    facts = gather_facts()
-    target_dir.mkdir(parents=True, exist_ok=True)
-    export = export_bytes(export_rows(facts))
-    (target_dir / EXPORT_NAME).write_bytes(export)
-    frame = read_pubmed(export, format="csv")
-    fake = FakeUpstream().start()
-    try:
-        install(fake, facts)
-        with tempfile.TemporaryDirectory() as tmp:
-            recorded = Path(tmp) / "recorded.sqlite3"
-            cache = ResponseCache(recorded, ttl=math.inf)
-            try:
-                result = asyncio.run(_record(frame, cache, fake))
-            finally:
-                cache.close()
-            _normalise(recorded, target_dir / CACHE_NAME)
-        unknown_hosts = {r.host for r in fake.requests()} - set(HOSTS)
-        if unknown_hosts:
-            raise SystemExit(f"requests went to hosts the build has no rule for: {unknown_hosts}")
-    finally:
-        fake.stop()
-    replayed = asyncio.run(_replay(frame, target_dir / CACHE_NAME))
-    if _comparable(result) != _comparable(replayed):
-        raise SystemExit("the offline replay differs from the recording run")
-    return replayed
-
-
-async def _replay(frame: pd.DataFrame, cache_file: Path) -> pd.DataFrame:
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / CACHE_NAME
-        shutil.copyfile(cache_file, copy)
-        store = ResponseCache(copy, ttl=math.inf)
-        try:
-            async with Session(contact=DEMO_CONTACT, cache=store, offline=True) as session:
-                return await run_pipeline(frame, session=session)
-        finally:
-            store.close()
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def drift(target_dir: Path) -> list[str]:
+    """Name every demo file that differs from what the builder makes today (or should not be)."""
+    wanted = record_files(gather_facts())
+    found = {
+        p.relative_to(target_dir).as_posix()
+        for p in target_dir.rglob("*")
+        if p.is_file() and p.name != "__init__.py"
+    }
+    changed = [
+        name
+        for name, content in wanted.items()
+        if not (target_dir / name).is_file() or (target_dir / name).read_bytes() != content
+    ]
+    return sorted(changed + [name for name in found - set(wanted)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -749,41 +484,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="verify the committed files")
     args = parser.parse_args(argv)
-    # Requests answered 503 on purpose are logged as failures; they are expected here.
-    logging.getLogger("litfetch_df").setLevel(logging.ERROR)
     if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            build(Path(tmp))
-            drift = [
-                name
-                for name in (EXPORT_NAME, CACHE_NAME)
-                if _digest(Path(tmp) / name) != _digest(OUT / name)
-            ]
-        if drift:
-            print(f"demo data out of date: {', '.join(drift)}; run tools/build_demo.py")
+        stale = drift(OUT)
+        if stale:
+            print(f"demo data out of date: {', '.join(stale)}; run tools/build_demo.py")
             return 1
         print("demo data is up to date")
         return 0
-    result = build(OUT)
-    for name in (EXPORT_NAME, CACHE_NAME):
-        path = OUT / name
-        size, digest = path.stat().st_size, _digest(path)[:12]
-        print(f"wrote {path.relative_to(ROOT)} ({size} bytes, sha256 {digest})")
-    shown = [
-        "pmid",
-        "pmcid",
-        "doi",
-        "body_source",
-        "licence",
-        "access",
-        "n_files",
-        "published_doi",
-        "preprint_doi",
-    ]
-    with pd.option_context(
-        "display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40
-    ):
-        print(result[shown].to_string())
+    files = build(OUT)
+    for name in sorted(files):
+        print(f"wrote {(OUT / name).relative_to(ROOT)} ({len(files[name])} bytes)")
     return 0
 
 

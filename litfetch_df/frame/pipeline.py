@@ -275,9 +275,9 @@ def _split(config: CallOptions) -> tuple[Session | None, Options, dict[str, Hash
     session = cfg.pop("session", None)
     explicit = {k: cfg.pop(k) for k in CANONICAL if k in cfg}
     if getattr(session, "keyless_replay", False):
-        # The session replays a recording made without keys (the demo's): a key from the
-        # package options would only ask for requests the recording does not hold. Keys
-        # given to this very call still apply.
+        # The session answers from records made without keys (the demo's): a key from
+        # the package options would only ask for answers they do not hold. Keys given to
+        # this very call still apply.
         drop: dict[str, object] = {key: None for key in get_options().credentials}
         cfg["credentials"] = {**drop, **dict(cfg.get("credentials") or {})}
     if session is not None:
@@ -315,7 +315,7 @@ def _inherit(
     if inherited is None or told:
         return config, inherited
     cfg = cast(dict[str, Any], dict(config))
-    if inherited.cache is not None or inherited.offline:
+    if inherited.cache is not None or inherited.stays_offline:
         timeout = cfg.pop("timeout", None)
         cfg["session"] = inherited.session(timeout=timeout or get_options().timeout)
     elif inherited.contact is not None and get_options().contact is None:
@@ -336,7 +336,9 @@ async def _context(
         offline=options.offline,
         timeout=options.timeout,
     )
-    if inherited is not None and inherited.offline and not session.offline:
+    made_offline = inherited is not None and inherited.stays_offline
+    stays = session.offline or bool(getattr(session, "demo_world_session", False))
+    if inherited is not None and made_offline and not stays:
         warn_going_online(inherited, method)
     ctx = _Ctx(session, options, explicit, of_session(session))
     if given is None:

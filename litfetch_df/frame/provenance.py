@@ -2,13 +2,14 @@
 
 Every step writes ``attrs["litfetch_df"]``: the contact, the persistent
 cache's file and TTL, whether the run was offline, and whether the session
-replayed a recording made without keys (the demo's). Credentials are never
+replayed a recording made without keys, and whether it was the demo world's
+(:func:`litfetch_df.demo.demo_session`). Credentials are never
 recorded. A later step on that frame (or on a slice of it: pandas carries
 ``attrs`` along) that is given neither a ``session`` nor a ``contact``,
 ``cache`` or ``offline`` of its own runs with those settings, so a frame made
-from the offline demo keeps answering from the demo recording instead of
-going to the network. A step told to go online for a frame made offline says
-so once, in one warning line.
+from a cache offline keeps replaying it, and one made by the demo keeps being
+answered by the demo world, instead of going to the network. A step told to
+go online for a frame made offline says so once, in one warning line.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Final
 
 import pandas as pd
 
+from ..demo_world import world_session
 from ..session import Session
 
 __all__ = [
@@ -46,7 +48,8 @@ class Provenance:
 
     ``cache`` is the persistent cache's file (``None``: none), ``cache_ttl``
     its TTL in seconds, ``offline`` whether only that cache answered, and
-    ``keyless`` whether the session replayed a recording made without keys.
+    ``keyless`` whether the session replayed a recording made without keys,
+    ``demo`` whether the demo world answered it (it needs neither cache nor network).
     """
 
     contact: str | None = None
@@ -54,6 +57,12 @@ class Provenance:
     cache_ttl: float | None = None
     offline: bool = False
     keyless: bool = False
+    demo: bool = False
+
+    @property
+    def stays_offline(self) -> bool:
+        """Whether the frame was made without the network (offline, or by the demo world)."""
+        return self.offline or self.demo
 
     def as_attrs(self) -> dict[str, object]:
         """Return the settings as the plain dict stored in ``attrs``."""
@@ -65,6 +74,8 @@ class Provenance:
         Raises :class:`ValueError` when the frame was made offline and its
         cache file is gone (there is nothing left to replay).
         """
+        if self.demo:
+            return world_session(timeout=timeout)
         cache = self.cache if self.cache and Path(self.cache).is_file() else None
         if self.offline and cache is None:
             raise ValueError(
@@ -99,6 +110,7 @@ def of_session(session: Session) -> Provenance:
         cache_ttl=float(ttl) if isinstance(ttl, int | float) else None,
         offline=session.offline,
         keyless=bool(getattr(session, "keyless_replay", False)),
+        demo=bool(getattr(session, "demo_world_session", False)),
     )
 
 
@@ -116,6 +128,7 @@ def from_attrs(attrs: Mapping[Hashable, Any]) -> Provenance | None:
         cache_ttl=float(ttl) if isinstance(ttl, int | float) else None,
         offline=raw.get("offline") is True,
         keyless=raw.get("keyless") is True,
+        demo=raw.get("demo") is True,
     )
 
 
@@ -127,8 +140,9 @@ def stamp(frame: pd.DataFrame, provenance: Provenance) -> pd.DataFrame:
 
 def warn_going_online(provenance: Provenance, method: str) -> None:
     """Say once, in one line, that a step asks the network for a frame made offline."""
+    made = "by the demo world" if provenance.demo else f"from the cache {provenance.cache}"
     warnings.warn(
-        f"{method}(): this frame was made offline (from the cache {provenance.cache}); "
+        f"{method}(): this frame was made offline ({made}); "
         "this call asks the network. Leave out session=/cache=/offline= to replay "
         "that cache instead.",
         UserWarning,
