@@ -90,7 +90,7 @@ CUT = 0.5
 # hides: the host admits a burst above its rate before it throttles).
 LEARNED_SHARE = 0.8
 # ... or this share, after a host that asks for HARSH_WAIT seconds or more.
-LEARNED_SHARE_HARSH = 0.7
+LEARNED_SHARE_HARSH = 0.75
 HARSH_WAIT = 5.0
 # The throttled pace is taken as at least this share of the pace granted at the time.
 PACE_SHARE = 0.7
