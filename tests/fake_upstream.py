@@ -228,18 +228,12 @@ class FakeUpstream:
             body=body,
             at=time.monotonic(),
         )
-        with self._lock:
-            self.log.append(req)
-            self._in_flight[host] += 1
-            self.max_in_flight[host] = max(self.max_in_flight[host], self._in_flight[host])
+        response, delay = self._arrive(req)
         try:
-            response = self._respond(req)
-            delay = self._latency.get(host, self._latency.get(None, 0.0))
             if delay:
                 time.sleep(delay)
         finally:
-            with self._lock:
-                self._in_flight[host] -= 1
+            self._leave(host)
         if isinstance(response, str) and response.startswith("stall:"):
             time.sleep(float(response.split(":", 1)[1]))
             response = "drop"
@@ -266,6 +260,24 @@ class FakeUpstream:
                 h.wfile.write(data)
         else:
             h.wfile.write(data)
+
+    def _arrive(self, req: FakeRequest) -> tuple[FakeResponse | str, float]:
+        """Log ``req`` as in flight and decide its answer; return it and the latency to add."""
+        host = req.host
+        with self._lock:
+            self.log.append(req)
+            self._in_flight[host] += 1
+            self.max_in_flight[host] = max(self.max_in_flight[host], self._in_flight[host])
+        try:
+            response = self._respond(req)
+        except BaseException:
+            self._leave(host)
+            raise
+        return response, self._latency.get(host, self._latency.get(None, 0.0))
+
+    def _leave(self, host: str) -> None:
+        with self._lock:
+            self._in_flight[host] -= 1
 
     def _respond(self, req: FakeRequest) -> FakeResponse | str:
         with self._lock:
@@ -310,18 +322,12 @@ class _InProcess(httpx.AsyncBaseTransport):
             body=body,
             at=self._clock.now(),
         )
-        with fake._lock:
-            fake.log.append(req)
-            fake._in_flight[host] += 1
-            fake.max_in_flight[host] = max(fake.max_in_flight[host], fake._in_flight[host])
+        response, delay = fake._arrive(req)
         try:
-            response = fake._respond(req)
-            delay = fake._latency.get(host, fake._latency.get(None, 0.0))
             if delay:
                 await self._clock.sleep(delay)
         finally:
-            with fake._lock:
-                fake._in_flight[host] -= 1
+            fake._leave(host)
         if isinstance(response, str) and response.startswith("stall:"):
             await self._clock.sleep(float(response.split(":", 1)[1]))
             response = "drop"

@@ -35,6 +35,7 @@ import pandas as pd
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds
 from ..metadata import Related, RelationType
+from ..serde import file_to_dict
 from .cells import FileSet, Relations, column_kinds
 from .provenance import restore_attrs, saved_attrs
 
@@ -75,17 +76,8 @@ def _na(value: object) -> bool:
 
 
 def _file_record(file: File) -> dict[str, object]:
-    return {
-        "kind": file.kind.value,
-        "source": file.source,
-        "media_type": file.media_type,
-        "uri": file.uri,
-        "filename": file.filename,
-        "credential_key": file.credential_key,
-        "size_bytes": file.size_bytes,
-        "description": file.description,
-        "also_listed_by": list(file.also_listed_by),
-    }
+    # The serde dict, with ``also_listed_by`` always present: a Parquet struct has fixed fields.
+    return {**file_to_dict(file), "also_listed_by": list(file.also_listed_by)}
 
 
 def _file_of(record: Mapping[str, Any]) -> File:
