@@ -413,7 +413,11 @@ class HostLimiter:
         self._learned = max(floor, provoked * share)
         self.rate = max(floor, provoked * CUT)
         if ticket.in_flight > 1:
-            self._learned_cap = _min_cap(self._learned_cap, ticket.in_flight - 1)
+            # One throttle cannot tell a rate limit from a concurrency limit, and the pace
+            # already answers the first: never learn a cap below two from it (a host that
+            # takes one at a time throttles again, and the pace falls until answers no
+            # longer overlap).
+            self._learned_cap = _min_cap(self._learned_cap, max(2, ticket.in_flight - 1))
             self.cap = max(1, min(self.cap or ticket.in_flight, ticket.in_flight) // 2)
         self._slow_start = False
         self._epoch += 1
