@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,13 @@ class SlowFetcher:
     name = "slow"
     requires = frozenset({"pmcid"})
 
-    def __init__(self) -> None:
+    def __init__(self, *, on_started: int = 0, then: Callable[[], object] | None = None) -> None:
         self.started = 0
+        self.cancelled = 0
+        # ``then`` runs once ``on_started`` fetches have begun (an interrupt, say), so a test
+        # interrupts at a point of the work, not after a guess at how long it takes.
+        self._on_started = on_started
+        self._then = then
 
     async def fetch(
         self,
@@ -80,8 +85,14 @@ class SlowFetcher:
         import asyncio
 
         self.started += 1
-        await http.get(f"https://{EBI}{REST}/{article_ids.pmcid}/fullTextXML")
-        await asyncio.sleep(60)
+        try:
+            await http.get(f"https://{EBI}{REST}/{article_ids.pmcid}/fullTextXML")
+            if self._then is not None and self.started == self._on_started:
+                self._then()
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
         return None
 
 

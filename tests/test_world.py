@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -244,10 +243,9 @@ def test_world_rejects_duplicate_ids_and_bad_records() -> None:
 def test_corpus_world_serves_every_generated_article() -> None:
     from benchmarks.corpus import generate
 
-    start = time.monotonic()
+    # (how fast the corpus is built is the benchmarks' business, not a test's)
     corpus = generate(1000, seed=3)
     world = corpus.world()
-    assert time.monotonic() - start < 5
     assert len(corpus.frame) == 1000
     assert {"pmc_oa", "bookshelf", "invalid"} <= set(corpus.mix())
     for a in world.articles[:200]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -108,17 +107,16 @@ def _billion_laughs(levels: int = 10) -> bytes:
 
 
 @pytest.mark.parametrize("allow", [False, True])
-def test_billion_laughs_is_refused_quickly(allow: bool) -> None:
-    started = time.perf_counter()
+def test_billion_laughs_is_refused_unexpanded(allow: bool) -> None:
+    # Refused outright, or parsed with nothing expanded (an expansion would be 10**9
+    # characters); checked on the result, not on how long the parse took.
     try:
         root = parse_xml(_billion_laughs(), allow_entity_decls=allow)
     except XmlError:
-        pass
+        pass  # refused, whichever way entity declarations are treated
     else:
-        assert allow
-        assert len(_text_of(root)) < 10_000  # nothing was expanded
-    # a generous bound: an expansion would take minutes and gigabytes
-    assert time.perf_counter() - started < 2.0
+        assert allow  # only a parser told to allow declarations may return a tree ...
+        assert len(_text_of(root)) < 10_000  # ... and then with nothing expanded
 
 
 def test_external_dtd_is_not_loaded(tmp_path: Path) -> None:
