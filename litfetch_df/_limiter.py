@@ -163,7 +163,6 @@ class Ticket:
     rate: float
     in_flight: int
     epoch: int
-    sent_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +237,7 @@ class HostLimiter:
         self._recent.append(slot)
         if self._window_end > slot:
             self._window_left -= 1
-        return Ticket(self.rate, self._sending, self._epoch, slot)
+        return Ticket(self.rate, self._sending, self._epoch)
 
     def release(self, ticket: Ticket) -> None:
         """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
@@ -283,11 +282,8 @@ class HostLimiter:
             else:
                 future.cancel()
             raise
-        self._check_parked_after_grant()
-
-    def _check_parked_after_grant(self) -> None:
         try:
-            self._check_parked()
+            self._check_parked()  # parked while this request queued for its place
         except HostParked:
             self._leave()
             raise
