@@ -8,13 +8,13 @@ so neither has to import the other to agree on them. They are re-exported from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ._http import UpstreamUnavailable
 
-__all__ = ["CachedResponse", "NotInCache", "ResponseStore"]
+__all__ = ["CachedResponse", "HeldAnswers", "NotInCache", "ResponseStore"]
 
 
 class NotInCache(UpstreamUnavailable):
@@ -40,4 +40,26 @@ class ResponseStore(Protocol):
 
     def save(self, key: str, entry: CachedResponse, *, secrets: Sequence[str] = ()) -> None:
         """Store ``entry`` under ``key``; every string in ``secrets`` is scrubbed first."""
+        ...
+
+
+@runtime_checkable
+class HeldAnswers(Protocol):
+    """An :class:`~litfetch_df._http.Http` that can say what it already holds, without asking.
+
+    :class:`~litfetch_df.Session` implements it: a request primed from a bulk
+    lookup, or stored in the persistent cache, is *held*; anything else is not,
+    and looking never sends a request, paces, or records a failure. Operations
+    that must cost no request (reading facts a bulk lookup already fetched)
+    ask through it.
+    """
+
+    async def held(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CachedResponse | None:
+        """Return the answer held for this GET (primed, else stored), or ``None``."""
         ...

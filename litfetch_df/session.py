@@ -402,6 +402,30 @@ class Session:
         for key in keys:
             primed.pop(key, None)
 
+    async def held(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CachedResponse | None:
+        """Return the answer this session holds for a GET without asking anyone, or ``None``.
+
+        Held: a primed response (see :meth:`prime`; a primed *failure* is not an
+        answer), else the persistent cache's entry (unless the session
+        refreshes). Nothing is sent, paced or recorded in :attr:`failures`,
+        so a caller that must cost no request can read what a bulk lookup or
+        an earlier run already fetched (:class:`~litfetch_df._store.HeldAnswers`).
+        """
+        key = request_key("GET", url, params, headers, False, None)
+        shared = self._shared
+        primed = shared.primed.get(key)
+        if primed is not None and primed.response is not None:
+            return primed.response
+        if shared.store is not None and not shared.refresh:
+            return shared.store.load(key)
+        return None
+
     @property
     def primed_count(self) -> int:
         """How many requests are currently answered from memory (see :meth:`prime`)."""

@@ -23,7 +23,12 @@ synthesized from the bulk answer:
   API serves open-access articles only;
 * Europe PMC full text: a search of 100 PMCIDs (``PMCID:a OR PMCID:b``) primes
   ``GET /PMC<n>/fullTextXML`` with its 404 for each article whose record says
-  Europe PMC holds no full text (``inEPMC: "N"``), and nothing otherwise.
+  Europe PMC holds no full text (``inEPMC: "N"``); every article a record
+  names also gets its one-PMCID search primed with that record's flags
+  (read by :func:`~litfetch_df.operations.service_terms.service_terms`);
+* OpenAlex (:attr:`Service.OPENALEX_TERMS`): ``filter=doi:a|b|…`` (50 DOIs,
+  ``select`` :data:`~litfetch_df.sources.openalex.TERMS_SELECT`) primes each
+  one-DOI filter with the work OpenAlex answered, and nothing otherwise.
 
 The per-article code then runs unchanged, so each row's result is the one the
 per-article path gives on the same upstream data, and a custom
@@ -68,7 +73,19 @@ from ..sources.crossref import CROSSREF_WORKS_URL, CrossrefFileSource, crossref_
 from ..sources.crossref_batch import CROSSREF_LIST_URL, crossref_batch_key, crossref_batch_records
 from ..sources.elsevier import ElsevierFetcher
 from ..sources.europe_pmc import EUROPE_PMC_REST, EuropePmcFetcher, full_text_request
-from ..sources.europe_pmc_search import holdings
+from ..sources.europe_pmc_search import (
+    SEARCH_URL,
+    EuropePmcHolding,
+    holdings,
+    pmcid_search_request,
+)
+from ..sources.openalex import (
+    TERMS_SELECT,
+    WORKS_URL,
+    terms_key,
+    works_request,
+    works_with_terms,
+)
 from ..sources.semantic_scholar import (
     S2_PAPER_URL,
     SemanticScholarFileSource,
@@ -115,6 +132,7 @@ class Service(enum.Enum):
     SPRINGER_META = "springer_meta"
     EUROPE_PMC_FULL_TEXT = "europe_pmc_full_text"
     SPRINGER_OPEN_ACCESS = "springer_open_access"
+    OPENALEX_TERMS = "openalex_terms"
 
 
 def for_file_sources(sources: Sequence[FileSource] | None) -> frozenset[Service]:
@@ -173,6 +191,23 @@ def for_licences() -> frozenset[Service]:
     return frozenset({Service.CROSSREF})
 
 
+def for_service_terms(contact: str | None) -> frozenset[Service]:
+    """Return the services to prime for :func:`~litfetch_df.operations.service_terms.service_terms`.
+
+    Semantic Scholar (its batch answer holds ``openAccessPdf.status`` and
+    ``.license``; 500 ids a request) and Europe PMC search (``isOpenAccess``;
+    100 PMCIDs a request, the lookup the bodies step makes anyway). OpenAlex
+    (``open_access``, ``best_oa_location``; 50 DOIs a request, against a
+    small daily budget) only without a ``contact``: with one, Unpaywall
+    classifies every DOI it knows, and OpenAlex's classification is
+    Unpaywall's.
+    """
+    services = {Service.SEMANTIC_SCHOLAR, Service.EUROPE_PMC_FULL_TEXT}
+    if contact is None:
+        services.add(Service.OPENALEX_TERMS)
+    return frozenset(services)
+
+
 def for_related() -> frozenset[Service]:
     """Return the services to prime for ``related``: Crossref (bioRxiv stays per article)."""
     return frozenset({Service.CROSSREF})
@@ -184,6 +219,7 @@ _PRIMED_URLS: Final[Mapping[Service, str]] = {
     Service.SPRINGER_META: SPRINGER_META_URL,
     Service.EUROPE_PMC_FULL_TEXT: f"{EUROPE_PMC_REST}/PMC",
     Service.SPRINGER_OPEN_ACCESS: SPRINGER_OA_JATS_URL,
+    Service.OPENALEX_TERMS: WORKS_URL,
 }
 
 
@@ -193,9 +229,11 @@ def may_prime(service: Service, url: str) -> bool:
     A request that says ``True`` is worth holding back until that lookup is
     in: sent before, it would cost a request the lookup answers anyway.
     """
-    if not url.startswith(_PRIMED_URLS[service]):
-        return False
-    return service is not Service.EUROPE_PMC_FULL_TEXT or url.endswith("/fullTextXML")
+    if service is Service.EUROPE_PMC_FULL_TEXT:
+        return url == SEARCH_URL or (
+            url.startswith(_PRIMED_URLS[service]) and url.endswith("/fullTextXML")
+        )
+    return url.startswith(_PRIMED_URLS[service])
 
 
 # -- watching the bulk exchanges ---------------------------------------------------------------
@@ -556,12 +594,57 @@ async def _prime_europe_pmc(
 ) -> None:
     async with session.scope() as scope:
         found = await holdings(bundles, scope)
+    primed: set[str] = set()
     for ids, holding in zip(bundles, found.values, strict=True):
-        # Only a record that says "no full text" spares a request; silence asks as before.
-        if holding is None or not holding.lacks_full_text or ids.pmcid is None:
+        if holding is None or ids.pmcid is None:
+            continue  # silence asks as before
+        pmcid = parse_pmcid(ids.pmcid)
+        if pmcid in primed:
             continue
-        request = full_text_request(parse_pmcid(ids.pmcid))
-        keys.append(_respond(session, request, 404, _NO_FULL_TEXT, _TEXT))
+        primed.add(pmcid)
+        # The one-PMCID search, for readers of the record's flags (service_terms).
+        answer = {"hitCount": 1, "resultList": {"result": [_lite_record(pmcid, holding)]}}
+        keys.append(
+            _respond(session, pmcid_search_request([pmcid]), 200, _json_bytes(answer), _JSON)
+        )
+        # Only a record that says "no full text" spares the full-text request.
+        if holding.lacks_full_text:
+            keys.append(_respond(session, full_text_request(pmcid), 404, _NO_FULL_TEXT, _TEXT))
+
+
+def _lite_record(pmcid: str, holding: EuropePmcHolding) -> dict[str, str]:
+    """A search ``lite`` record stating what the bulk answer said of one article."""
+    record = {"pmcid": pmcid}
+    for name, value in (
+        ("isOpenAccess", holding.open_access),
+        ("inEPMC", holding.in_epmc),
+        ("inPMC", holding.in_pmc),
+        ("hasPDF", holding.has_pdf),
+    ):
+        if value is not None:
+            record[name] = "Y" if value else "N"
+    return record
+
+
+async def _prime_openalex_terms(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    api_key = usable_credential(credentials, "openalex_api_key")
+    async with session.scope() as scope:
+        found = await works_with_terms(bundles, scope, api_key=api_key)
+    for ids, work in zip(bundles, found.values, strict=True):
+        key = terms_key(ids)
+        # Only a work OpenAlex answered is primed; a miss or a failure leaves nothing held.
+        if key is None or work is None:
+            continue
+        request = works_request(
+            [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
+        )
+        answer = {"meta": {"count": 1}, "results": [work]}
+        keys.append(_respond(session, request, 200, _json_bytes(answer), _JSON))
 
 
 _PRIMERS: Final = {
@@ -570,6 +653,7 @@ _PRIMERS: Final = {
     Service.SPRINGER_META: _prime_springer,
     Service.EUROPE_PMC_FULL_TEXT: _prime_europe_pmc,
     Service.SPRINGER_OPEN_ACCESS: _prime_springer_open_access,
+    Service.OPENALEX_TERMS: _prime_openalex_terms,
 }
 
 

@@ -21,7 +21,8 @@ from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
-from ._common import parsed_or_none
+from ..metadata import SourceMetadata
+from ._common import GetRequest, parsed_or_none
 from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
 
 __all__ = [
@@ -29,7 +30,10 @@ __all__ = [
     "SEARCH_URL",
     "EuropePmcHolding",
     "EuropePmcResolver",
+    "holding_access",
     "holdings",
+    "holdings_in",
+    "pmcid_search_request",
     "record_holding",
     "record_ids",
     "search_key",
@@ -199,16 +203,14 @@ def record_holding(record: Mapping[str, Any]) -> tuple[str, EuropePmcHolding] | 
     )
 
 
-async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
-    """Look up canonical ``pmcids`` in one search; return what Europe PMC holds of each.
+def pmcid_search_request(pmcids: Sequence[str]) -> GetRequest:
+    """Return the search :func:`search_pmcids` sends for canonical ``pmcids``.
 
-    ``(PMCID:PMC1 OR PMCID:PMC2 …)`` with ``resultType=lite`` and a page as
-    large as the chunk. A PMCID no record names is simply absent (nothing is
-    known of it); two records naming one PMCID are joined. Returns ``None``
-    when the request was given up after every retry, like :func:`search_pmids`.
+    ``(PMCID:PMC1 OR PMCID:PMC2 …)`` (a lone PMCID unbracketed) with
+    ``format=json``, ``resultType=lite`` and a page as large as the list,
+    paced at :attr:`Rate.EUROPE_PMC`. For one PMCID this is the request a
+    table-level caller primes with what a bulk search said of that article.
     """
-    if not pmcids:
-        return {}
     terms = [f"PMCID:{p}" for p in pmcids]
     params: dict[str, str | int] = {
         "query": terms[0] if len(terms) == 1 else "(" + " OR ".join(terms) + ")",
@@ -216,25 +218,63 @@ async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePm
         "resultType": "lite",
         "pageSize": len(pmcids),
     }
+    return GetRequest(url=SEARCH_URL, params=params, headers=None, rate=Rate.EUROPE_PMC)
+
+
+def holdings_in(body: Any, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
+    """Return what a search answer's records say Europe PMC holds of each of ``pmcids``.
+
+    A PMCID no record names is absent; two records naming one PMCID are
+    joined. ``None`` when ``body`` is not a search answer (no
+    ``resultList.result`` list).
+    """
+    result_list = body.get("resultList") if isinstance(body, Mapping) else None
+    results = result_list.get("result") if isinstance(result_list, Mapping) else None
+    if not isinstance(results, list):
+        return None
     wanted = set(pmcids)
+    found: dict[str, EuropePmcHolding] = {}
+    for record in results:
+        named = record_holding(record) if isinstance(record, Mapping) else None
+        if named is None or named[0] not in wanted:
+            continue
+        pmcid, holding = named
+        found[pmcid] = found[pmcid].join(holding) if pmcid in found else holding
+    return found
+
+
+async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
+    """Look up canonical ``pmcids`` in one search; return what Europe PMC holds of each.
+
+    Sends :func:`pmcid_search_request` and reads the answer with
+    :func:`holdings_in`. Returns ``None`` when the request was given up after
+    every retry, like :func:`search_pmids`.
+    """
+    if not pmcids:
+        return {}
+    request = pmcid_search_request(pmcids)
 
     def read(body: Any) -> dict[str, EuropePmcHolding] | None:
-        result_list = body.get("resultList") if isinstance(body, Mapping) else None
-        results = result_list.get("result") if isinstance(result_list, Mapping) else None
-        if not isinstance(results, list):
-            return None
-        found: dict[str, EuropePmcHolding] = {}
-        for record in results:
-            named = record_holding(record) if isinstance(record, Mapping) else None
-            if named is None or named[0] not in wanted:
-                continue
-            pmcid, holding = named
-            found[pmcid] = found[pmcid].join(holding) if pmcid in found else holding
-        return found
+        return holdings_in(body, pmcids)
 
     what = f"Europe PMC search ({len(pmcids)} PMCID{'s' if len(pmcids) != 1 else ''})"
-    send = http.get(SEARCH_URL, params=params, rate=Rate.EUROPE_PMC)
-    return await chunk_answer(send, what, read, logger=log)
+    return await chunk_answer(request.send(http), what, read, logger=log)
+
+
+def holding_access(holding: EuropePmcHolding) -> SourceMetadata:
+    """Return the access terms a Europe PMC record states, ``basis='europe_pmc'``.
+
+    ``isOpenAccess: "Y"`` (the article is in Europe PMC's open-access subset)
+    gives ``access='open-access'``, the same statement a JATS body makes; it
+    names no colour and no licence. Anything else gives an empty
+    :class:`SourceMetadata`: ``"N"`` does not mean closed (Europe PMC serves
+    author manuscripts outside that subset), and ``inEPMC``, ``inPMC`` and
+    ``hasPDF`` say what Europe PMC holds, not on what terms. The search's
+    ``lite`` records carry no ``license`` (only ``resultType=core`` does).
+    """
+    if holding.open_access is True:
+        return SourceMetadata(access="open-access", basis="europe_pmc")
+    return SourceMetadata()
 
 
 def _pmcid_key(ids: ArticleIds) -> BulkKey | None:
