@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from .._http import Rate
+from .._store import CachedResponse
 from ..session import Session
 from . import bulk
 
@@ -116,6 +117,21 @@ class UnitHttp:
         return await self._scope.get(
             url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
         )
+
+    async def held(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CachedResponse | None:
+        """The scope's held answer for a GET (nothing sent), once its bulk lookup is in.
+
+        Waiting makes what is read independent of timing: a lookup still
+        running may yet prime the answer.
+        """
+        await self._gate(url)
+        return await self._scope.held(url, params=params, headers=headers)
 
     async def post(
         self,

@@ -87,7 +87,7 @@ def _unit_steps(
         elif name == "files":
             built.append(FilesStep(sources, kind, credentials))
         elif name == "licences":
-            built.append(LicencesStep(caller="run"))
+            built.append(LicencesStep(caller="run", credentials=credentials))
         elif name == "related":
             built.append(RelatedStep())
     return built

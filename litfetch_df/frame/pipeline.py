@@ -132,9 +132,8 @@ async def licences(
     the article, since a body's own ``open-access`` names no colour.
     """
     async with call_context(config or {}, frame, "licences") as ctx:
-        out = await _one_step(
-            frame, ctx, LicencesStep(), resolve=resolve, resolver=resolver, force=force
-        )
+        step = LicencesStep(credentials=dict(ctx.options.credentials))
+        out = await _one_step(frame, ctx, step, resolve=resolve, resolver=resolver, force=force)
         return ctx.stamp(out)
 
 

@@ -79,12 +79,18 @@ def _extract(blob: Blob) -> SourceMetadata:
         return SourceMetadata()
 
 
-async def licence_work(http: Http, item: LicenceInput) -> SourceMetadata:
-    """Terms from the body bytes; what they leave out, and the OA colour, from Unpaywall.
+async def licence_work(
+    http: Http, item: LicenceInput, credentials: Mapping[str, object] | None = None
+) -> SourceMetadata:
+    """Terms from the body bytes; what they leave out from Unpaywall, held answers, Crossref.
 
     Unpaywall is asked for every row with a DOI: besides any licence or access
-    status the bytes leave out, it is the only source of the article's
-    open-access colour (``oa_status``), which a body's ``open-access`` does not give.
+    status the bytes leave out, it is the main source of the article's
+    open-access colour (``oa_status``), which a body's ``open-access`` does not
+    give. A licence still missing comes from Crossref's deposit; whatever is
+    still missing then is read from the Semantic Scholar, OpenAlex and Europe
+    PMC answers the session already holds (no request; see
+    :func:`~litfetch_df.operations.service_terms.service_terms`).
     """
     body = item.body
     meta = SourceMetadata()
@@ -96,16 +102,22 @@ async def licence_work(http: Http, item: LicenceInput) -> SourceMetadata:
             file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
             blob = Blob(file, content)
         meta = await asyncio.to_thread(_extract, blob)
+    from ...operations.service_terms import service_terms
+
     if item.ids.doi is None:
-        return meta
+        # PMCID-only rows may still be in Europe PMC's held answers, PMID-only in S2's.
+        return await service_terms(http, item.ids, meta, credentials=credentials)
     from ...operations.access import fill_missing_terms, resolve_access
 
     asserted = await resolve_access(http, item.ids)
     merged = fill_missing_terms(meta, asserted)
-    if merged.licence is None:
-        merged = await _crossref_licence(http, item.ids.doi, merged)
     status = service_oa_status(asserted)
-    return merged if status is None else dataclasses.replace(merged, oa_status=status)
+    if status is not None:
+        merged = dataclasses.replace(merged, oa_status=status)
+    if merged.licence is None:
+        # The publisher's own deposit, version of record first, before the services' word.
+        merged = await _crossref_licence(http, item.ids.doi, merged)
+    return await service_terms(http, item.ids, merged, credentials=credentials)
 
 
 async def _crossref_licence(http: Http, doi: str, meta: SourceMetadata) -> SourceMetadata:
@@ -129,7 +141,8 @@ def _warn_without_contact(method: str) -> None:
     warnings.warn(
         f"{method}(): no contact email is set, so Unpaywall cannot be asked; rows "
         "without licence-bearing body bytes get at most the licence the publisher "
-        "deposited with Crossref, no access status, and oa_status stays NA. "
+        "deposited with Crossref and what Semantic Scholar, OpenAlex or Europe PMC "
+        "already stated, and oa_status is NA for the others. "
         "Pass contact='you@example.org' "
         "or set LITFETCH_DF_CONTACT.",
         UserWarning,
@@ -139,7 +152,11 @@ def _warn_without_contact(method: str) -> None:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LicencesStep(UnitStep):
-    """Report each row's access terms; ``caller`` names the method in the no-contact warning."""
+    """Report each row's access terms; ``caller`` names the method in the no-contact warning.
+
+    ``credentials`` are the call's: the held answers are read with the keys
+    the bulk lookups were made with.
+    """
 
     name: ClassVar[str] = "licences"
     error_column: ClassVar[str] = "licence_error"
@@ -147,6 +164,7 @@ class LicencesStep(UnitStep):
     reads: ClassVar[tuple[str, ...]] = BODY_COLUMNS
 
     caller: str = "licences"
+    credentials: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     @property
     def dtypes(self) -> Mapping[str, str]:
@@ -154,7 +172,13 @@ class LicencesStep(UnitStep):
         return _DTYPES
 
     def services(self) -> frozenset[bulk.Service]:
-        """Crossref (the licence's last resort); Unpaywall has no bulk form."""
+        """Crossref, the licence's last resort (Unpaywall has no bulk form).
+
+        The Semantic Scholar, OpenAlex and Europe PMC answers that state terms
+        are read only where the call holds them anyway (in ``run()``, the
+        bodies and file-set steps' lookups; else the persistent cache): asking
+        for them here would cost requests for rows whose bytes already said it all.
+        """
         return bulk.for_licences()
 
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
@@ -174,7 +198,7 @@ class LicencesStep(UnitStep):
             held = cast(Blob, job.scratch[WRITTEN_BLOB])
         media, source = job.cells.get("body_media_type"), job.cells.get("body_source")
         item = LicenceInput(job.ids, held, text(media), text(source))
-        return await licence_work(http, item)
+        return await licence_work(http, item, self.credentials)
 
     def cells(self, value: Any) -> Mapping[str, object]:
         """The licence cells (none for an empty answer)."""
