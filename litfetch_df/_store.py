@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ._http import UpstreamUnavailable
 
-__all__ = ["CachedResponse", "NotInCache", "ResponseStore"]
+__all__ = ["CachedResponse", "NotInCache", "Recalled", "RecordMemo", "ResponseStore"]
 
 
 class NotInCache(UpstreamUnavailable):
@@ -40,4 +40,32 @@ class ResponseStore(Protocol):
 
     def save(self, key: str, entry: CachedResponse, *, secrets: Sequence[str] = ()) -> None:
         """Store ``entry`` under ``key``; every string in ``secrets`` is scrubbed first."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """A per-id answer of a bulk lookup, found in the persistent cache.
+
+    ``value`` is the JSON form of what the service said about the id, or
+    ``None`` when it said it knows no such id (a miss is an answer too).
+    """
+
+    value: Any
+
+
+@runtime_checkable
+class RecordMemo(Protocol):
+    """Where a bulk lookup keeps and finds its answers per id (a :class:`~litfetch_df.Session`).
+
+    ``kind`` names the lookup and everything that shapes its answer (service,
+    fields asked for); ``key`` is the id in the lookup's comparison form.
+    """
+
+    def recall_record(self, kind: str, key: str) -> Recalled | None:
+        """Return the live stored answer about ``key``, or ``None`` when it must be asked."""
+        ...
+
+    def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
+        """Store what the service said about ``key`` (``None``: no such id)."""
         ...

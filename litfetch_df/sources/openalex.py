@@ -24,6 +24,7 @@ from .bulk_recipe import chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
+    "RECORD_KIND",
     "WORKS_URL",
     "check_api_key",
     "doi_lookup_key",
@@ -39,6 +40,9 @@ WORKS_URL: Final = "https://api.openalex.org/works"
 
 BATCH_CAP: Final = 50
 """DOIs OR-ed into one filter (OpenAlex allows 100 values; 50 leaves headroom)."""
+
+RECORD_KIND: Final = "openalex-works select=ids,doi"
+"""The name the works filter's per-DOI answers (pmid / pmcid) are kept under in the cache."""
 
 # Statuses that mean "not answered, ask again later" for this service.
 _TRANSIENT_EXTRA: Final = frozenset({403})
