@@ -42,7 +42,8 @@ they could not get primes nothing, and its articles are asked as before.
 
 Primed answers live for one step (:func:`primed` removes them on exit) and
 never reach the persistent cache; the bulk responses themselves are cached
-like any other request.
+like any other request, and their answers per id too (ADR 0011), so a bulk
+lookup asks only about ids it has no live answer for.
 """
 
 from __future__ import annotations
