@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._http import UpstreamUnavailable
 
-__all__ = ["CachedResponse", "HeldAnswers", "NotInCache", "ResponseStore"]
+__all__ = [
+    "CachedResponse",
+    "HeldAnswers",
+    "NotInCache",
+    "Recalled",
+    "RecordMemo",
+    "ResponseStore",
+]
 
 
 class NotInCache(UpstreamUnavailable):
@@ -62,4 +69,32 @@ class HeldAnswers(Protocol):
         headers: Mapping[str, str] | None = None,
     ) -> CachedResponse | None:
         """Return the answer held for this GET (primed, else stored), or ``None``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """A per-id answer of a bulk lookup, found in the persistent cache.
+
+    ``value`` is the JSON form of what the service said about the id, or
+    ``None`` when it said it knows no such id (a miss is an answer too).
+    """
+
+    value: Any
+
+
+@runtime_checkable
+class RecordMemo(Protocol):
+    """Where a bulk lookup keeps and finds its answers per id (a :class:`~litfetch_df.Session`).
+
+    ``kind`` names the lookup and everything that shapes its answer (service,
+    fields asked for); ``key`` is the id in the lookup's comparison form.
+    """
+
+    def recall_record(self, kind: str, key: str) -> Recalled | None:
+        """Return the live stored answer about ``key``, or ``None`` when it must be asked."""
+        ...
+
+    def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
+        """Store what the service said about ``key`` (``None``: no such id)."""
         ...

@@ -47,7 +47,8 @@ they could not get primes nothing, and its articles are asked as before.
 
 Primed answers live for one step (:func:`primed` removes them on exit) and
 never reach the persistent cache; the bulk responses themselves are cached
-like any other request.
+like any other request, and their answers per id too (ADR 0011), so a bulk
+lookup asks only about ids it has no live answer for.
 """
 
 from __future__ import annotations
@@ -56,21 +57,18 @@ import asyncio
 import contextlib
 import enum
 import json
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
-from .._http import Rate, get_logger
-from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid
+from .._http import get_logger
+from ..ids import ArticleIds, parse_doi, parse_pmcid
 from ..operations.types import Fetcher, FileSource
 from ..session import CachedResponse, Session
-from ..sources._common import GetRequest, json_object, usable_credential
+from ..sources._common import GetRequest, usable_credential
 from ..sources.bulk import BulkResult
 from ..sources.crossref import CROSSREF_WORKS_URL, CrossrefFileSource, crossref_work_request
-from ..sources.crossref_batch import CROSSREF_LIST_URL, crossref_batch_key, crossref_batch_records
+from ..sources.crossref_batch import crossref_batch_key, crossref_batch_records
 from ..sources.elsevier import ElsevierFetcher
 from ..sources.europe_pmc import EUROPE_PMC_REST, EuropePmcFetcher, full_text_request
 from ..sources.europe_pmc_search import (
@@ -91,7 +89,7 @@ from ..sources.semantic_scholar import (
     SemanticScholarFileSource,
     s2_paper_request,
 )
-from ..sources.semantic_scholar_batch import S2_BATCH_URL, s2_batch_key, s2_batch_records
+from ..sources.semantic_scholar_batch import s2_batch_key, s2_batch_records
 from ..sources.springer import (
     SPRINGER_META_URL,
     SPRINGER_OA_JATS_URL,
@@ -236,126 +234,6 @@ def may_prime(service: Service, url: str) -> bool:
     return url.startswith(_PRIMED_URLS[service])
 
 
-# -- watching the bulk exchanges ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Exchange:
-    url: str
-    params: Mapping[str, str | int] = field(repr=False)  # may hold a key
-    payload: Any = field(repr=False)
-    response: httpx.Response = field(repr=False)
-
-
-@dataclass
-class _Witness:
-    """Forwards a bulk lookup's requests to a session scope and keeps every exchange.
-
-    The bulk lookups report a chunk that was answered but unusable (a 400, a
-    misaligned body) the same way as an answer that lacks an article; the
-    exchanges let :func:`prime` tell the two apart and prime absence only for
-    articles a well-formed answer covered.
-    """
-
-    http: Session
-    exchanges: list[_Exchange] = field(default_factory=list, repr=False)
-
-    @property
-    def contact(self) -> str | None:
-        """The session's contact email."""
-        return self.http.contact
-
-    async def get(
-        self,
-        url: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        rate: Rate = Rate.DEFAULT,
-        follow_redirects: bool = False,
-    ) -> httpx.Response:
-        """Issue the GET through the session and remember its answer."""
-        response = await self.http.get(
-            url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
-        )
-        self.exchanges.append(_Exchange(url, dict(params or {}), None, response))
-        return response
-
-    async def post(
-        self,
-        url: str,
-        *,
-        json: Any = None,
-        params: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        rate: Rate = Rate.DEFAULT,
-    ) -> httpx.Response:
-        """Issue the POST through the session and remember its answer."""
-        response = await self.http.post(url, json=json, params=params, headers=headers, rate=rate)
-        self.exchanges.append(_Exchange(url, dict(params or {}), json, response))
-        return response
-
-    def covered(self, keys_of: Callable[[_Exchange], Iterable[str]]) -> frozenset[str]:
-        """Return the keys every exchange answered well (``keys_of`` reads one exchange)."""
-        found: set[str] = set()
-        for exchange in self.exchanges:
-            found.update(keys_of(exchange))
-        return frozenset(found)
-
-
-def _body(response: httpx.Response) -> Any:
-    try:
-        return json.loads(response.content)
-    except ValueError:
-        return None
-
-
-def _s2_key(wire: str) -> str:
-    # The batch's comparison form of an id it sent (see s2_batch_key): DOIs case-folded.
-    kind, _, value = wire.partition(":")
-    return f"DOI:{doi_key(value)}" if kind == "DOI" else wire
-
-
-def _s2_covered(exchange: _Exchange) -> list[str]:
-    ids = exchange.payload.get("ids") if isinstance(exchange.payload, dict) else None
-    if exchange.url != S2_BATCH_URL or not isinstance(ids, list):
-        return []
-    body = _body(exchange.response) if exchange.response.status_code == 200 else None
-    if not isinstance(body, list) or len(body) != len(ids):
-        return []
-    return [_s2_key(str(wire)) for wire in ids]
-
-
-def _crossref_covered(exchange: _Exchange) -> list[str]:
-    status = exchange.response.status_code
-    if exchange.url == CROSSREF_LIST_URL:
-        body = json_object(exchange.response) if status == 200 else None
-        message = body.get("message") if body is not None else None
-        if not isinstance(message, dict) or not isinstance(message.get("items"), list):
-            return []
-        clauses = str(exchange.params.get("filter", "")).split(",")
-        return [doi_key(c.removeprefix("doi:")) for c in clauses if c.startswith("doi:")]
-    if exchange.url.startswith(CROSSREF_WORKS_URL):
-        # A lone DOI is asked at the single-work endpoint; a 404 there is an answer too.
-        body = json_object(exchange.response) if status == 200 else None
-        if status == 404 or (body is not None and isinstance(body.get("message"), dict)):
-            doi = urllib.parse.unquote(exchange.url.removeprefix(CROSSREF_WORKS_URL))
-            return [doi_key(doi)]
-    return []
-
-
-def _springer_covered(exchange: _Exchange) -> list[str]:
-    if exchange.url != SPRINGER_META_URL or exchange.response.status_code != 200:
-        return []
-    body = _body(exchange.response)
-    if not isinstance(body, dict) or not isinstance(body.get("records"), list):
-        return []
-    query = str(exchange.params.get("q", ""))
-    # Several DOIs are OR-ed (with a page size); a lone one is the whole query.
-    terms = query.split(" OR ") if "p" in exchange.params else [query]
-    return [doi_key(t.removeprefix("doi:")) for t in terms if t.startswith("doi:")]
-
-
 # -- priming -------------------------------------------------------------------------------------
 
 
@@ -388,52 +266,49 @@ def _fail(session: Session, request: GetRequest, reason: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Lookup:
-    """One service's bulk answer for a step's bundles, and what its exchanges covered."""
+    """One service's bulk answer for a step's bundles, and the reason a failure gives."""
 
     result: BulkResult[dict[str, Any]]
-    covered: frozenset[str]
     reason: str
 
     def prime(
         self,
         session: Session,
         request: GetRequest,
-        at: tuple[int, str],
+        index: int,
         hit: Callable[[dict[str, Any]], bytes],
         missing: tuple[int, bytes, tuple[tuple[str, str], ...]],
         keys: list[str],
     ) -> None:
-        """Prime ``request`` with what this lookup said about one bundle; ``at`` = (index, key).
+        """Prime ``request`` with what this lookup said about the bundle at ``index``.
 
         Abandoned: a failure. A record: ``hit(record)`` as a 200 JSON answer.
-        No record, but a well-formed answer covered the key: ``missing``
+        No record, but a well-formed answer covered the bundle (now or from
+        the persistent cache, see ``BulkResult.answered``): ``missing``
         (status, content, headers), the per-article "none". Otherwise nothing,
         and the per-article request goes out as usual. The primed request's
         key is appended to ``keys``.
         """
-        index, key = at
         record = self.result.values[index]
         if index in self.result.abandoned:
             keys.append(_fail(session, request, self.reason))
         elif record is not None:
             keys.append(_respond(session, request, 200, hit(record), _JSON))
-        elif key in self.covered:
+        elif index in self.result.answered:
             status, content, headers = missing
             keys.append(_respond(session, request, status, content, headers))
 
 
 async def _look_up(
     session: Session,
-    run: Callable[[_Witness], Awaitable[BulkResult[dict[str, Any]]]],
-    covered: Callable[[_Exchange], Iterable[str]],
+    run: Callable[[Session], Awaitable[BulkResult[dict[str, Any]]]],
     what: str,
 ) -> _Lookup:
     async with session.scope() as scope:
-        witness = _Witness(scope)
-        result = await run(witness)
+        result = await run(scope)
         failures = scope.failures
     reason = f"{failures[0] if failures else 'no answer after retries'} ({what})"
-    return _Lookup(result, witness.covered(covered), reason)
+    return _Lookup(result, reason)
 
 
 async def _prime_s2(
@@ -446,7 +321,6 @@ async def _prime_s2(
     found = await _look_up(
         session,
         lambda http: s2_batch_records(bundles, http, api_key=api_key),
-        _s2_covered,
         "Semantic Scholar batch",
     )
     for i, ids in enumerate(bundles):
@@ -458,7 +332,7 @@ async def _prime_s2(
         found.prime(
             session,
             request,
-            (i, batch_key.key),
+            i,
             # The single-paper answer carries paperId and the fields asked for.
             lambda record: _json_bytes(
                 {"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)}
@@ -501,7 +375,6 @@ async def _prime_crossref(
     found = await _look_up(
         session,
         lambda http: crossref_batch_records(bundles, http),
-        _crossref_covered,
         "Crossref works list",
     )
     for i, ids in enumerate(bundles):
@@ -512,7 +385,7 @@ async def _prime_crossref(
             found.prime(
                 session,
                 request,
-                (i, batch_key.key),
+                i,
                 lambda record: _json_bytes(
                     {"status": "ok", "message-type": "work", "message": record}
                 ),
@@ -533,7 +406,6 @@ async def _prime_springer(
     found = await _look_up(
         session,
         lambda http: springer_batch_records(bundles, http, credentials=credentials),
-        _springer_covered,
         "Springer Meta query",
     )
     for i, ids in enumerate(bundles):
@@ -543,7 +415,7 @@ async def _prime_springer(
         found.prime(
             session,
             springer_meta_request(batch_key.wire, api_key),
-            (i, batch_key.key),
+            i,
             lambda record: _json_bytes({"records": [record], "facets": []}),
             (200, _json_bytes({"records": [], "facets": []}), _JSON),
             keys,

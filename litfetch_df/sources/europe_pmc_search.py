@@ -23,10 +23,12 @@ from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
 from ._common import GetRequest, parsed_or_none
-from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
+from .bulk_recipe import BulkKey, BulkResult, IdRecords, bulk_lookup, chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
+    "HOLDING_RECORD_KIND",
+    "PMID_RECORD_KIND",
     "SEARCH_URL",
     "EuropePmcHolding",
     "EuropePmcResolver",
@@ -48,6 +50,12 @@ SEARCH_URL: Final = "https://www.ebi.ac.uk/europepmc/webservices/rest/search"
 
 BATCH_CAP: Final = 100
 """PMIDs OR-ed into one query (keeps the GET URL short)."""
+
+PMID_RECORD_KIND: Final = "europepmc-search pmid lite"
+"""The name a PMID search's per-PMID answers (the ids found) are kept under in the cache."""
+
+HOLDING_RECORD_KIND: Final = "europepmc-search pmcid lite"
+"""The name a PMCID search's per-PMCID answers (what Europe PMC holds) are kept under."""
 
 
 def _parse(parser: Callable[[object], str], value: object) -> str | None:
@@ -287,10 +295,30 @@ async def holdings(batch: Sequence[ArticleIds], http: Http) -> BulkResult[Europe
 
     ``values[i]`` is ``None`` without a valid PMCID, when no record names it,
     or when its chunk was not answered (its index is then in ``abandoned``).
-    Each distinct PMCID is asked once; the chunks are issued together.
+    Each distinct PMCID is asked once; the chunks are issued together. With a
+    persistent cache on ``http`` (a session), each answer is kept per PMCID
+    and a PMCID answered before is not asked again.
     """
 
     async def lookup(pmcids: list[str]) -> dict[str, EuropePmcHolding] | None:
         return await search_pmcids(http, pmcids)
 
-    return await bulk_lookup([_pmcid_key(ids) for ids in batch], lookup, cap=BATCH_CAP)
+    return await bulk_lookup(
+        [_pmcid_key(ids) for ids in batch],
+        lookup,
+        cap=BATCH_CAP,
+        records=_HOLDING_RECORDS,
+        memo=http,
+    )
+
+
+def _holding_from_json(data: Any) -> EuropePmcHolding:
+    if not isinstance(data, dict):
+        raise TypeError("not a stored holding")
+    flags = {f.name: data.get(f.name) for f in dataclasses.fields(EuropePmcHolding)}
+    if any(v is not None and not isinstance(v, bool) for v in flags.values()):
+        raise TypeError("not a stored holding")
+    return EuropePmcHolding(**flags)
+
+
+_HOLDING_RECORDS: Final = IdRecords(HOLDING_RECORD_KIND, dataclasses.asdict, _holding_from_json)

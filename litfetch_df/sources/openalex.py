@@ -24,6 +24,7 @@ from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_
 
 __all__ = [
     "BATCH_CAP",
+    "RECORD_KIND",
     "TERMS_SELECT",
     "WORKS_URL",
     "check_api_key",
@@ -46,6 +47,9 @@ BATCH_CAP: Final = 50
 
 TERMS_SELECT: Final = "ids,doi,open_access,best_oa_location"
 """Fields asked for when a work's access terms are wanted besides its ids."""
+
+RECORD_KIND: Final = "openalex-works select=ids,doi"
+"""The name the works filter's per-DOI answers (pmid / pmcid) are kept under in the cache."""
 
 # Statuses that mean "not answered, ask again later" for this service.
 _TRANSIENT_EXTRA: Final = frozenset({403})
