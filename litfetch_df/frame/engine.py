@@ -44,7 +44,7 @@ from .columns import ParsedIds
 from .context import CallContext
 from .fill import fill
 from .gates import Gates, Slot, UnitHttp
-from .outcome import INTERRUPTED, Outcome, attempt, is_none
+from .outcome import INTERRUPTED, Outcome, Partial, attempt, is_none
 from .plan import Plan, Units, parse_ids, plan_step, units_of
 from .progress import Progress
 from .table import previous
@@ -63,12 +63,15 @@ class Job:
     of the step's :attr:`~UnitStep.reads`, as they stand once the earlier
     steps of this call are done. ``scratch``: what earlier steps of the same
     unit left for later ones (say, body bytes just written to disk); it is
-    dropped with the unit.
+    dropped with the unit. ``before``: for a step that
+    :attr:`~UnitStep.resumes`, the row's own cells from an earlier run of the
+    step when this call re-runs it (empty otherwise: the step starts afresh).
     """
 
     ids: ArticleIds
     cells: Mapping[str, object] = dataclasses.field(default_factory=dict)
     scratch: dict[str, object] = dataclasses.field(default_factory=dict)
+    before: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
 
 class UnitStep:
@@ -76,13 +79,21 @@ class UnitStep:
 
     Class attributes: ``name`` (as :func:`~litfetch_df.frame.onepass.run`
     names it), ``error_column``, ``desc`` (its progress bar when called on
-    its own) and ``reads`` (columns of earlier steps its work reads per row).
+    its own), ``reads`` (columns of earlier steps its work reads per row; an
+    earlier step's error column reads as its unit's error, untagged) and
+    ``resumes`` (whether a re-run's work reads the row's own earlier cells,
+    :attr:`Job.before`, to ask only what the earlier run did not get).
+
+    A work may return its value wrapped in
+    :class:`~litfetch_df.frame.outcome.Partial` to say which sources it gave
+    up; otherwise any request its unit gave up makes a found value partial.
     """
 
     name: ClassVar[str]
     error_column: ClassVar[str]
     desc: ClassVar[str]
     reads: ClassVar[tuple[str, ...]] = ()
+    resumes: ClassVar[bool] = False
 
     @property
     def dtypes(self) -> Mapping[str, str]:
@@ -100,7 +111,11 @@ class UnitStep:
         """Group a unit's rows by what they read: rows with equal tokens share one work."""
         return None
 
-    async def work(self, http: Http, job: Job) -> Any:
+    def resume_token(self, before: Mapping[str, object]) -> Hashable:
+        """Group a re-run's rows by what they hold from the earlier run (see ``resumes``)."""
+        return None
+
+    async def work(self, http: Http, job: Job) -> Any | Partial[Any]:
         """The step's work for one group of a unit's rows; returns its value."""
         raise NotImplementedError
 
@@ -233,16 +248,14 @@ class _Reads:
         out: dict[str, object] = {}
         for name in names:
             writer = next(
-                (
-                    t
-                    for t in range(step - 1, -1, -1)
-                    if name in self._planned[t].step.dtypes
-                    and name != self._planned[t].step.error_column
-                ),
+                (t for t in range(step - 1, -1, -1) if name in self._planned[t].step.dtypes),
                 None,
             )
             if writer is not None and row in self._planned[writer].units.todo:
                 outcome = found[writer].get(row)
+                if name == self._planned[writer].step.error_column:
+                    out[name] = outcome.error if outcome is not None else None
+                    continue
                 value = outcome.value if outcome is not None else None
                 out[name] = (
                     self._planned[writer].step.cells(value).get(name) if value is not None else None
@@ -250,6 +263,13 @@ class _Reads:
             else:
                 out[name] = self._before(writer, name)[row]
         return out
+
+    def own(self, step: int, row: int) -> dict[str, object]:
+        """Row ``row``'s own cells of step ``step`` from an earlier run (it re-runs)."""
+        planned = self._planned[step]
+        if not planned.plan.rerun:
+            return {}
+        return {name: self._before(None, name)[row] for name in planned.step.dtypes}
 
 
 async def run_steps(
@@ -292,9 +312,10 @@ async def run_steps(
             groups: dict[Hashable, tuple[Job, list[int]]] = {}
             for i in rows:
                 cells = reads.cells(s, i, p.step.reads, found) if p.step.reads else {}
-                token = p.step.token(cells)
+                before = reads.own(s, i) if p.step.resumes else {}
+                token = (p.step.token(cells), p.step.resume_token(before) if before else None)
                 if token not in groups:
-                    groups[token] = (Job(p.plan.bundles[i], cells, scratch), [])
+                    groups[token] = (Job(p.plan.bundles[i], cells, scratch, before), [])
                 groups[token][1].append(i)
             for job, members in groups.values():
                 outcome = await attempt(
@@ -302,6 +323,7 @@ async def run_steps(
                     functools.partial(p.step.work, http, job),
                     p.step.empty,
                     since=len(scope.failures),  # earlier failures are other steps'
+                    partial=True,
                 )
                 for i in members:
                     found[s][i] = outcome

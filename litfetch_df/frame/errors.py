@@ -67,13 +67,13 @@ def _own_id(ids: ArticleIds) -> str | None:
 def row_error(error: str | None, ids: ArticleIds) -> str | None:
     """Return a unit's error as the row shows it: compacted, and tagged with the row's id.
 
-    Only abandoned errors (a request given up, retried on a re-run) get the
+    Only abandoned and partial errors (retried on a re-run) get the
     ``[kind id]`` tag; an error already tagged is re-tagged, not tagged twice.
     """
     if error is None:
         return None
     text = compact(error)
-    if not text.startswith("abandoned"):
+    if not text.startswith(("abandoned", "partial")):
         return text
     shown = _own_id(ids)
     text = _ID_TAG.sub("", text)

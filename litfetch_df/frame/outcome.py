@@ -1,33 +1,48 @@
 """How one unit of a step ended, and how that reads in an error cell.
 
-A unit ends in one of three ways:
+A unit ends in one of four ways:
 
 * an answer (possibly "nothing serves it": a value the step calls empty,
   without an error);
+* partial: an answer, while a source that might have added to it was given
+  up after every retry; the row keeps what was found and gets
+  ``"partial: <source> abandoned: <reason>"`` (one such part per source
+  given up, joined by ``"; "``), and running the step again on the returned
+  frame asks again (only the given-up sources, where the step can);
 * abandoned: the answer is empty and the unit's scope recorded a request
   given up after every retry (or the transport failed outright); the row
   gets ``"abandoned: <reason>"``, and running the step again on the returned
   frame retries exactly those rows;
 * an error from the code itself (``"error: <type>: <message>"``), logged.
+
+A step's work says which sources it gave up by returning its value wrapped
+in :class:`Partial`; for a step that does not, any request its unit gave up
+makes a found answer partial, naming the request's host.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 from .._http import UpstreamUnavailable, get_logger, redact_text
 from ..session import Session
-from .errors import compact
+from .errors import compact, untagged
 
 __all__ = [
     "INTERRUPTED",
+    "GivenUp",
     "Outcome",
+    "Partial",
     "attempt",
+    "given_up_in",
     "is_abandoned",
     "is_none",
+    "is_partial",
     "join",
+    "partial_text",
     "short",
 ]
 
@@ -51,11 +66,62 @@ Abandoned, so a re-run of the partial frame works exactly those rows.
 """
 
 
-def is_abandoned(error: object) -> bool:
-    """Return whether an error-column cell marks a row worth retrying."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class GivenUp:
+    """A source given up for one unit: its name, and why (the request that failed)."""
+
+    source: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Partial(Generic[R]):
+    """A step's value with the sources given up while finding it.
+
+    ``complete``: whether ``given_up`` accounts for every request the work
+    gave up; when not, :func:`attempt` adds those of the unit's scope.
+    """
+
+    value: R
+    given_up: tuple[GivenUp, ...] = ()
+    complete: bool = True
+
+
+def _parts(error: object) -> list[str]:
     if not isinstance(error, str):
-        return False
-    return any(part.strip().startswith("abandoned") for part in error.split(";"))
+        return []
+    return [part.strip() for part in error.split(";")]
+
+
+def is_abandoned(error: object) -> bool:
+    """Return whether an error-column cell marks a row worth retrying (abandoned or partial)."""
+    return any(part.startswith(("abandoned", "partial")) for part in _parts(error))
+
+
+def is_partial(error: object) -> bool:
+    """Return whether an error-column cell marks a partial row (something found, a source lost)."""
+    parts = _parts(error)
+    return any(p.startswith("partial") for p in parts) and not any(
+        p.startswith("abandoned") for p in parts
+    )
+
+
+_PARTIAL: Final = re.compile(r"^partial: (.+?) abandoned: (.*)$", re.DOTALL)
+
+
+def partial_text(given_up: Sequence[GivenUp]) -> str | None:
+    """The error text of a partial answer: one ``partial: <source> abandoned: <reason>`` each."""
+    return join(*(f"partial: {g.source} abandoned: {short(compact(g.reason))}" for g in given_up))
+
+
+def given_up_in(error: object) -> tuple[GivenUp, ...]:
+    """The sources a partial error cell names as given up (:func:`partial_text` read back)."""
+    found: list[GivenUp] = []
+    for part in _parts(untagged(error) if isinstance(error, str) else error):
+        m = _PARTIAL.match(part)
+        if m:
+            found.append(GivenUp(m.group(1), m.group(2)))
+    return tuple(found)
 
 
 def is_none(value: object) -> bool:
@@ -75,26 +141,59 @@ def join(*parts: str | None) -> str | None:
     return "; ".join(kept) if kept else None
 
 
+_FROM_HOST: Final = re.compile(r"\bfrom ([A-Za-z0-9.-]+\.[A-Za-z]{2,})\b")
+
+
+def _failed_host(reason: str) -> str:
+    """The host a session's failure reason names (``"… from api.crossref.org …"``)."""
+    text = compact(reason)
+    m = _FROM_HOST.search(text)
+    if m:
+        return m.group(1)
+    hosts = re.findall(r"\b(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b", text)
+    return hosts[0] if hosts else "a request"
+
+
 async def attempt(
     scope: Session,
-    call: Callable[[], Awaitable[R]],
+    call: Callable[[], Awaitable[R | Partial[R]]],
     empty: Callable[[R], bool],
     *,
     since: int = 0,
+    partial: bool = False,
 ) -> Outcome[R]:
     """Await ``call`` and tell how it ended, judging abandonment from ``scope``'s failures.
 
     Only the failures recorded from index ``since`` on count: a scope that
-    serves several steps in turn judges each step by its own requests.
+    serves several steps in turn judges each step by its own requests. With
+    ``partial``, a found answer while a request was given up is partial
+    (see the module docstring); a :class:`Partial` value is always read.
     """
     try:
-        value = await call()
+        found = await call()
     except UpstreamUnavailable as exc:
         return Outcome(error=f"abandoned: {short(compact(str(exc)))}")
     except Exception as exc:
         log.warning("unit failed: %s: %s", type(exc).__name__, short(str(exc)))
         return Outcome(error=f"error: {type(exc).__name__}: {short(compact(str(exc)))}")
     failures = scope.failures[since:]
-    if empty(value) and failures:
-        return Outcome(error=f"abandoned: {short(compact(failures[0]))}")
-    return Outcome(value=value)
+    given_up: tuple[GivenUp, ...] = ()
+    complete = not partial
+    if isinstance(found, Partial):
+        value: R = found.value
+        given_up, complete = found.given_up, found.complete
+    else:
+        value = found
+    if empty(value):
+        reason = given_up[0].reason if given_up else (failures[0] if failures else None)
+        if reason is not None:
+            return Outcome(error=f"abandoned: {short(compact(reason))}")
+        return Outcome(value=value)
+    if not complete:
+        named = {g.source for g in given_up}
+        for reason in failures:
+            host = _failed_host(reason)
+            if host not in named:
+                named.add(host)
+                given_up = (*given_up, GivenUp(host, reason))
+    return Outcome(value=value, error=partial_text(given_up))

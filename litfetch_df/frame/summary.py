@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .columns import CANONICAL
-from .pipeline import is_abandoned
+from .outcome import is_abandoned, is_partial
 
 __all__ = ["ERROR_COLUMNS", "summarise"]
 
@@ -35,7 +35,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     and ``licence_basis`` (per basis); ``oa_status`` (per open-access
     status); ``files`` (rows with at
     least one file, and files in total); ``errors`` (rows with an error per
-    step) and ``abandoned`` (the retryable part of those). Columns: ``count``
+    step), ``abandoned`` (rows given up with nothing found) and ``partial``
+    (rows keeping what was found while a source was given up); a re-run
+    retries both. Columns: ``count``
     (Int64) and ``share`` (fraction of all rows, Float64; NA for the number
     of files, which counts files, not rows).
     """
@@ -72,7 +74,11 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         entries.append(("errors", step, sum(1 for c in cells[column] if isinstance(c, str))))
     for column in present:
         step = column.removesuffix("_error")
-        entries.append(("abandoned", step, sum(1 for c in cells[column] if is_abandoned(c))))
+        given_up = sum(1 for c in cells[column] if is_abandoned(c) and not is_partial(c))
+        entries.append(("abandoned", step, given_up))
+    for column in present:
+        step = column.removesuffix("_error")
+        entries.append(("partial", step, sum(1 for c in cells[column] if is_partial(c))))
     index = pd.MultiIndex.from_tuples([(s, i) for s, i, _ in entries], names=["section", "item"])
     counts_arr = pd.array([c for _, _, c in entries], dtype="Int64")
     # The number of files is not a number of rows: it has no share of the rows.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import httpx
 
@@ -17,9 +17,18 @@ from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds
 from ..sources._common import failure_level
 from ..sources.landing import is_landing_page
+from .tried import Tried, Watched
 from .types import FileSource
 
-__all__ = ["default_file_sources", "fetch_file", "list_files", "merge_listings", "sources_for_kind"]
+__all__ = [
+    "Listing",
+    "default_file_sources",
+    "fetch_file",
+    "list_files",
+    "list_files_tried",
+    "merge_listings",
+    "sources_for_kind",
+]
 
 log = get_logger(__name__)
 
@@ -52,13 +61,15 @@ async def _list_one(
     http: Http,
     article_ids: ArticleIds,
     credentials: Mapping[str, object] | None,
-) -> tuple[File, ...]:
+) -> tuple[tuple[File, ...], Tried]:
+    watched = Watched(http)
     try:
-        return tuple(await source.list_files(article_ids, credentials=credentials, http=http))
+        files = tuple(await source.list_files(article_ids, credentials=credentials, http=watched))
     except httpx.HTTPError as exc:
         # One host failing must not cost the files the others found.
         log.log(failure_level(exc), "file source %s failed: %s", source.name, type(exc).__name__)
-        return ()
+        return (), watched.tried(source.name, False, exc)
+    return files, watched.tried(source.name, bool(files))
 
 
 def sources_for_kind(
@@ -100,6 +111,19 @@ def merge_listings(listings: Sequence[tuple[File, ...]]) -> tuple[File, ...]:
     return tuple(merged.values())
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listing:
+    """An article's file-set and what each source asked did (:class:`Tried`, in source order)."""
+
+    files: tuple[File, ...]
+    tried: tuple[Tried, ...]
+
+    @property
+    def given_up(self) -> tuple[Tried, ...]:
+        """The sources given up: their files may be missing from :attr:`files`."""
+        return tuple(t for t in self.tried if t.given_up)
+
+
 async def list_files(
     http: Http,
     article_ids: ArticleIds,
@@ -115,22 +139,74 @@ async def list_files(
     each source's own order, each URL once with every source that listed it
     (:func:`merge_listings`). ``kind`` asks only the sources that can list
     that kind (:func:`sources_for_kind`) and keeps only files of that kind. A
-    source failing with an HTTP error is logged and contributes nothing.
+    source failing with an HTTP error is logged and contributes nothing
+    (:func:`list_files_tried` says which).
+    """
+    listing = await list_files_tried(
+        http, article_ids, sources=sources, kind=kind, credentials=credentials
+    )
+    return listing.files
+
+
+async def list_files_tried(
+    http: Http,
+    article_ids: ArticleIds,
+    *,
+    sources: Sequence[FileSource] | None = None,
+    kind: FileKind | None = None,
+    credentials: Mapping[str, object] | None = None,
+    only: Collection[str] | None = None,
+    known: Sequence[File] = (),
+) -> Listing:
+    """:func:`list_files`, also telling what each source did (a :class:`Listing`).
+
+    ``only`` asks just the sources of those names (say, the ones an earlier
+    call gave up) and takes every other source's files from ``known`` (that
+    call's file-set): the result is the file-set a call asking every source
+    would have given, with the same order and ``also_listed_by``. A source
+    asked again and given up again keeps its files from ``known``.
     """
     chosen = sources_for_kind(
         tuple(sources) if sources is not None else default_file_sources(), kind
     )
+    asked = [i for i, s in enumerate(chosen) if only is None or s.name in only]
     # Let every source finish before surfacing an unexpected error, so none is left running.
     results = await asyncio.gather(
-        *(_list_one(source, http, article_ids, credentials) for source in chosen),
+        *(_list_one(chosen[i], http, article_ids, credentials) for i in asked),
         return_exceptions=True,
     )
-    per_source: list[tuple[File, ...]] = []
-    for result in results:
+    fresh: dict[int, tuple[tuple[File, ...], Tried]] = {}
+    for i, result in zip(asked, results, strict=True):
         if isinstance(result, BaseException):
             raise result
-        per_source.append(tuple(f for f in result if kind is None or f.kind is kind))
-    return merge_listings(per_source)
+        files, tried = result
+        fresh[i] = (tuple(f for f in files if kind is None or f.kind is kind), tried)
+    per_source: list[tuple[File, ...]] = []
+    tried_all: list[Tried] = []
+    for i, source in enumerate(chosen):
+        if i in fresh:
+            files, tried = fresh[i]
+            if tried.given_up:
+                files = (*_listed_by(known, source.name), *files)
+            tried_all.append(tried)
+        else:
+            files = _listed_by(known, source.name)
+        per_source.append(files)
+    return Listing(merge_listings(per_source), tuple(tried_all))
+
+
+def _listed_by(files: Sequence[File], source: str) -> tuple[File, ...]:
+    """``source``'s own listing as far as merged ``files`` tell it (see :func:`list_files_tried`).
+
+    A file kept from an earlier source stands in for this source's own entry
+    of the same URL: :func:`merge_listings` then only adds this source's name
+    to it, as it would have with the original entry.
+    """
+    out: list[File] = []
+    for file in files:
+        if source in file.listed_by:
+            out.append(dataclasses.replace(file, source=source, also_listed_by=()))
+    return tuple(out)
 
 
 async def fetch_file(

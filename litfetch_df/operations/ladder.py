@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import httpx
@@ -19,9 +20,10 @@ from .._http import Http, get_logger, redact_url
 from ..files import Blob
 from ..ids import RESOLVABLE, ArticleIds
 from ..sources._common import failure_level
+from .tried import Answer, Tried, Watched
 from .types import Fetcher, Resolver
 
-__all__ = ["default_fetchers", "fetch_body"]
+__all__ = ["Walk", "default_fetchers", "fetch_body", "fetch_body_tried", "rung_name"]
 
 log = get_logger(__name__)
 
@@ -50,6 +52,27 @@ def default_fetchers() -> tuple[Fetcher, ...]:
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Walk:
+    """One walk of the ladder: the body found (or ``None``) and each rung tried, in order.
+
+    The last rung tried is the one that served, when one did.
+    """
+
+    blob: Blob | None
+    tried: tuple[Tried, ...]
+
+    @property
+    def given_up(self) -> tuple[Tried, ...]:
+        """The rungs given up before the walk ended: each might have served a better body."""
+        return tuple(t for t in self.tried if t.given_up)
+
+
+def rung_name(fetcher: Fetcher) -> str:
+    """The name a rung goes by (``name``, else its class name)."""
+    return str(getattr(fetcher, "name", type(fetcher).__name__))
+
+
 async def fetch_body(
     http: Http,
     article_ids: ArticleIds,
@@ -65,19 +88,46 @@ async def fetch_body(
     ``httpx.HTTPError`` is logged and skipped; any other exception (e.g. the
     ``ValueError`` for a malformed ``bookid``) propagates.
     """
+    walk = await fetch_body_tried(
+        http, article_ids, resolver=resolver, fetchers=fetchers, credentials=credentials
+    )
+    return walk.blob
+
+
+async def fetch_body_tried(
+    http: Http,
+    article_ids: ArticleIds,
+    *,
+    resolver: Resolver | None = None,
+    fetchers: Sequence[Fetcher] | None = None,
+    credentials: Mapping[str, object] | None = None,
+    above: str | None = None,
+) -> Walk:
+    """:func:`fetch_body`, also telling what each rung tried did (a :class:`Walk`).
+
+    A rung that served is a hit, even if one of its requests was given up on
+    the way; a rung that served nothing is given up when one of its requests
+    was. ``above`` stops the walk at the rung of that name (not asking it):
+    an earlier walk's body came from it, and only a rung above it could
+    serve a better one.
+    """
     ladder = default_fetchers() if fetchers is None else tuple(fetchers)
     ids = article_ids
     resolved = False
+    tried: list[Tried] = []
     for fetcher in ladder:
+        name = rung_name(fetcher)
+        if above is not None and name == above:
+            break
         needs = frozenset(fetcher.requires)
         if resolver is not None and not resolved and ids.missing(needs & RESOLVABLE):
             resolved = True
             ids = await _resolve(resolver, ids, http)
         if not ids.has(needs):
             continue
-        name = getattr(fetcher, "name", type(fetcher).__name__)
+        watched = Watched(http)
         try:
-            blob = await fetcher.fetch(ids, credentials=credentials, http=http)
+            blob = await fetcher.fetch(ids, credentials=credentials, http=watched)
         except httpx.HTTPError as exc:
             log.log(
                 failure_level(exc),
@@ -86,11 +136,14 @@ async def fetch_body(
                 type(exc).__name__,
                 redact_url(str(exc)),
             )
+            tried.append(watched.tried(name, False, exc))
             continue
         if blob is not None:
             log.debug("body served by %s", name)
-            return blob
-    return None
+            tried.append(Tried(name, Answer.HIT))
+            return Walk(blob, tuple(tried))
+        tried.append(watched.tried(name, False))
+    return Walk(None, tuple(tried))
 
 
 async def _resolve(resolver: Resolver, ids: ArticleIds, http: Http) -> ArticleIds:

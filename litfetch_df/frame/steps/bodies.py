@@ -1,10 +1,18 @@
-"""The bodies step: walk the fetcher ladder once per id bundle, keep the Blob or write it."""
+"""The bodies step: walk the fetcher ladder once per id bundle, keep the Blob or write it.
+
+A body served by a lower rung because a higher one was given up after its
+retries is kept, and ``body_error`` says ``partial: <rung> abandoned:
+<reason>``; a re-run of the row asks only the rungs above the one that
+served, and a body one of them serves replaces the kept one (its file too).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from ..._http import Http
@@ -14,6 +22,7 @@ from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
+from ..outcome import GivenUp, Partial, is_partial
 from ..outdir import OutDir
 from ..plan import Plan
 
@@ -64,6 +73,7 @@ class BodiesStep(UnitStep):
     name: ClassVar[str] = "bodies"
     error_column: ClassVar[str] = "body_error"
     desc: ClassVar[str] = "fetch_bodies"
+    resumes: ClassVar[bool] = True
 
     fetchers: Sequence[Fetcher] | None
     credentials: Mapping[str, object]
@@ -93,25 +103,54 @@ class BodiesStep(UnitStep):
         if self.out is not None:
             self.out.reserve_bodies(plan.bundles)
 
-    async def fetch(self, http: Http, ids: ArticleIds) -> Blob | None:
-        """Walk the fetcher ladder for ``ids`` (no per-row resolver: the pre-pass resolved)."""
-        from ...operations.ladder import fetch_body
-
-        return await fetch_body(
-            http, ids, resolver=None, fetchers=self.fetchers, credentials=self.credentials
+    def resume_token(self, before: Mapping[str, object]) -> Hashable:
+        """Rows re-run alike when they hold the same body from the same rung."""
+        body = before.get("body")
+        return (
+            before.get("body_error"),
+            before.get("body_source"),
+            before.get("body_path"),
+            id(body) if body is not None else None,
         )
 
-    async def work(self, http: Http, job: Job) -> Blob | Written | None:
-        """Fetch the body; with ``out``, write it and return where (bytes left in scratch)."""
-        blob = await self.fetch(http, job.ids)
-        if blob is None or self.out is None:
-            return blob
+    async def work(self, http: Http, job: Job) -> Partial[Blob | Written | None]:
+        """Fetch the body; with ``out``, write it and return where (bytes left in scratch).
+
+        On a partial row, only the rungs above the one that served are asked;
+        when none serves, the row keeps its body.
+        """
+        from ...operations.ladder import fetch_body_tried
+
+        kept = _kept(job.before) if is_partial(job.before.get("body_error")) else None
+        above = kept.file.source if isinstance(kept, Blob) else (kept.source if kept else None)
+        walk = await fetch_body_tried(
+            http,
+            job.ids,
+            resolver=None,  # the pre-pass resolved
+            fetchers=self.fetchers,
+            credentials=self.credentials,
+            above=above,
+        )
+        lost = tuple(GivenUp(t.source, t.reason or "no answer") for t in walk.given_up)
+        blob = walk.blob
+        if blob is None:
+            return Partial(kept, lost)
+        if self.out is None:
+            return Partial(blob, lost)
         path = self.out.body_path(job.ids, blob.file.media_type)
         # Disk writes leave the event loop free for the other units' requests.
         written = await asyncio.to_thread(self.out.write, path, blob.content)
+        if isinstance(kept, Written) and Path(kept.path) != written:
+            # The lower rung's body had another name (another type): it is replaced, not kept.
+            with contextlib.suppress(OSError, ValueError):
+                old = Path(kept.path)
+                old.relative_to(self.out.root)  # only a file of this out_dir
+                old.unlink()
         job.scratch[WRITTEN_PATH] = str(written)
         job.scratch[WRITTEN_BLOB] = blob
-        return Written(str(written), blob.file.source, blob.file.media_type, len(blob.content))
+        return Partial(
+            Written(str(written), blob.file.source, blob.file.media_type, len(blob.content)), lost
+        )
 
     def cells(self, value: Any) -> Mapping[str, object]:
         """A body's row cells."""
@@ -134,3 +173,21 @@ class BodiesStep(UnitStep):
         if isinstance(value, Blob):
             return value.file.source
         return value.source if isinstance(value, Written) else None
+
+
+def _kept(before: Mapping[str, object]) -> Blob | Written | None:
+    """The body a row holds from an earlier run (a Blob, or a written file), if any."""
+    body = before.get("body")
+    if isinstance(body, Blob):
+        return body
+    path, source = before.get("body_path"), before.get("body_source")
+    if isinstance(path, str) and isinstance(source, str):
+        media = before.get("body_media_type")
+        size = before.get("body_size")
+        return Written(
+            path,
+            source,
+            media if isinstance(media, str) else None,
+            int(size) if isinstance(size, int) else Path(path).stat().st_size,
+        )
+    return None

@@ -1,9 +1,16 @@
-"""The file-set step: every source's files for one id bundle, as one ``files`` cell."""
+"""The file-set step: every source's files for one id bundle, as one ``files`` cell.
+
+A source given up after its retries costs the row only that source's files:
+the row keeps the others' and says ``partial: <source> abandoned: <reason>``
+in ``files_error``; a re-run asks only the sources it names and merges their
+files with the ones the row holds, in the order a call asking every source
+gives.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from ..._http import Http
@@ -12,6 +19,7 @@ from ...operations.types import FileSource
 from .. import bulk
 from ..cells import file_set
 from ..engine import Job, UnitStep
+from ..outcome import GivenUp, Partial, given_up_in, is_partial
 
 __all__ = ["FilesStep"]
 
@@ -25,6 +33,7 @@ class FilesStep(UnitStep):
     name: ClassVar[str] = "files"
     error_column: ClassVar[str] = "files_error"
     desc: ClassVar[str] = "list_files"
+    resumes: ClassVar[bool] = True
 
     sources: Sequence[FileSource] | None
     kind: FileKind | None
@@ -52,13 +61,33 @@ class FilesStep(UnitStep):
         chosen = self.sources if self.sources is not None else ()
         return bulk.for_file_sources(sources_for_kind(chosen, self.kind))
 
-    async def work(self, http: Http, job: Job) -> tuple[File, ...]:
-        """The union of every source's files for the bundle."""
-        from ...operations.fileset import list_files as list_article_files
+    def resume_token(self, before: Mapping[str, object]) -> Hashable:
+        """Rows re-run alike when they hold the same files and the same partial error."""
+        files = before.get("files")
+        return (before.get("files_error"), tuple(files) if isinstance(files, tuple) else None)
 
-        return await list_article_files(
-            http, job.ids, sources=self.sources, kind=self.kind, credentials=self.credentials
+    async def work(self, http: Http, job: Job) -> Partial[tuple[File, ...]]:
+        """The union of every source's files for the bundle (on a partial row: the missing ones)."""
+        from ...operations.fileset import list_files_tried
+
+        only: frozenset[str] | None = None
+        known: tuple[File, ...] = ()
+        error = job.before.get("files_error")
+        files = job.before.get("files")
+        if is_partial(error) and isinstance(files, tuple):
+            only = frozenset(g.source for g in given_up_in(error))
+            known = tuple(f for f in files if isinstance(f, File))
+        listing = await list_files_tried(
+            http,
+            job.ids,
+            sources=self.sources,
+            kind=self.kind,
+            credentials=self.credentials,
+            only=only,
+            known=known,
         )
+        lost = tuple(GivenUp(t.source, t.reason or "no answer") for t in listing.given_up)
+        return Partial(listing.files, lost)
 
     def cells(self, value: Any) -> Mapping[str, object]:
         """The ``files`` and ``n_files`` cells."""

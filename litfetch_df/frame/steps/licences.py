@@ -25,6 +25,7 @@ from ...metadata import SourceMetadata
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
+from ..outcome import Partial, given_up_in, is_partial
 from ..licence_family import licence_family
 from ..oa_status import service_oa_status
 from ..plan import Plan
@@ -161,7 +162,9 @@ class LicencesStep(UnitStep):
     name: ClassVar[str] = "licences"
     error_column: ClassVar[str] = "licence_error"
     desc: ClassVar[str] = "licences"
-    reads: ClassVar[tuple[str, ...]] = BODY_COLUMNS
+    # The body's error too: terms read from a body a lower rung served (a higher one was
+    # given up) may not be the best body's, so they are partial as the body is.
+    reads: ClassVar[tuple[str, ...]] = (*BODY_COLUMNS, "body_error")
 
     caller: str = "licences"
     credentials: Mapping[str, object] = dataclasses.field(default_factory=dict)
@@ -188,9 +191,10 @@ class LicencesStep(UnitStep):
 
     def token(self, cells: Mapping[str, object]) -> Hashable:
         """Rows of one bundle share the work when they hold the same body."""
-        return _held_body(cells.get("body"), cells.get("body_path"))[0]
+        held = _held_body(cells.get("body"), cells.get("body_path"))[0]
+        return held, given_up_in(cells.get("body_error")) if held is not None else ()
 
-    async def work(self, http: Http, job: Job) -> SourceMetadata:
+    async def work(self, http: Http, job: Job) -> SourceMetadata | Partial[SourceMetadata]:
         """The terms for the rows holding this body."""
         _, held = _held_body(job.cells.get("body"), job.cells.get("body_path"))
         if isinstance(held, str) and job.scratch.get(WRITTEN_PATH) == held:
@@ -198,7 +202,12 @@ class LicencesStep(UnitStep):
             held = cast(Blob, job.scratch[WRITTEN_BLOB])
         media, source = job.cells.get("body_media_type"), job.cells.get("body_source")
         item = LicenceInput(job.ids, held, text(media), text(source))
-        return await licence_work(http, item, self.credentials)
+        meta = await licence_work(http, item, self.credentials)
+        body_error = job.cells.get("body_error")
+        if held is not None and is_partial(body_error):
+            # Not complete: the unit's own requests given up count as well.
+            return Partial(meta, given_up_in(body_error), complete=False)
+        return meta
 
     def cells(self, value: Any) -> Mapping[str, object]:
         """The licence cells (none for an empty answer)."""
