@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import json as jsonlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -35,6 +35,7 @@ from ._http import (
     url_with_query,
 )
 from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
+from ._memo import AnswerMemo
 from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
 from ._transfer import (
     DEADLINE_PER_TIMEOUT,
@@ -108,6 +109,8 @@ class _Shared:
     primed: dict[str, _Primed] = field(default_factory=dict)
     # What one attempt may cost and where its redirects may go (see litfetch_df._transfer).
     bounds: Bounds = field(default_factory=Bounds)
+    # Small JSON answers the units got, shared by later calls on the same table (_memo.py).
+    memo: AnswerMemo = field(default_factory=AnswerMemo)
 
 
 class _Default:
@@ -195,6 +198,11 @@ class Session:
     from ``https`` to ``http`` nor from a public address to a non-public one,
     unless ``allow_insecure_redirects`` / ``allow_private_redirects``. See
     docs/adr/0010-request-bounds-and-redirects.md.
+
+    A scope keeps the small JSON answers (200 or 404) it gets to a GET in the
+    session's ``memo`` (an :class:`~litfetch_df._memo.AnswerMemo`, 32 MiB by
+    default), so a record several steps read is asked for once in the
+    session's life; sessions given one memo share their answers.
     """
 
     def __init__(
@@ -214,6 +222,7 @@ class Session:
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
         allow_private_redirects: bool = False,
         allow_insecure_redirects: bool = False,
+        memo: AnswerMemo | None = None,
     ) -> None:
         install_log_redaction()
         bounds = Bounds(
@@ -237,6 +246,7 @@ class Session:
             clock=clock if clock is not None else SystemClock(),
             host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
             bounds=bounds,
+            memo=memo if memo is not None else AnswerMemo(),
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -432,19 +442,28 @@ class Session:
         """Return the answer this session holds for a GET without asking anyone, or ``None``.
 
         Held: a primed response (see :meth:`prime`; a primed *failure* is not an
-        answer), else the persistent cache's entry (unless the session
-        refreshes). Nothing is sent, paced or recorded in :attr:`failures`,
-        so a caller that must cost no request can read what a bulk lookup or
-        an earlier run already fetched (:class:`~litfetch_df._store.HeldAnswers`).
+        answer), else an answer kept in the :attr:`memo`, else the persistent
+        cache's entry (unless the session refreshes). Nothing is sent, paced
+        or recorded in :attr:`failures`, so a caller that must cost no request
+        can read what a bulk lookup or an earlier run already fetched
+        (:class:`~litfetch_df._store.HeldAnswers`).
         """
         key = request_key("GET", url, params, headers, False, None)
         shared = self._shared
         primed = shared.primed.get(key)
         if primed is not None and primed.response is not None:
             return primed.response
+        kept = shared.memo.load(key)
+        if kept is not None:
+            return kept
         if shared.store is not None and not shared.refresh:
             return shared.store.load(key)
         return None
+
+    @property
+    def memo(self) -> AnswerMemo:
+        """The small answers this session's scopes keep in memory (see :mod:`litfetch_df._memo`)."""
+        return self._shared.memo
 
     @property
     def primed_count(self) -> int:
@@ -605,8 +624,18 @@ class Session:
     ) -> httpx.Response:
         shared = self._shared
         primed = shared.primed.get(key)
+        # Only a unit's scope shares its answers: a caller of the session itself (or a
+        # test of pacing) asking the same thing twice means it.
+        sharing = self._parent is not None and method == "GET"
         if primed is not None and primed.response is not None:
+            if sharing and shared.memo.load(key) is None:
+                shown = replace(primed.response, url=primed.shown_url())
+                shared.memo.offer(key, shown)
             return _Replayed(primed.response, method, primed.shown_url)
+        if sharing:
+            kept = shared.memo.load(key)
+            if kept is not None:
+                return _Replayed(kept, method)
         store = shared.store
         if store is not None and not shared.refresh:
             entry = store.load(key)
@@ -626,7 +655,7 @@ class Session:
             self._note_failure(reason)
             raise NotInCache(reason)
         response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
-        if store is not None and _cacheable(response.status_code, rate):
+        if _cacheable(response.status_code, rate) and (store is not None or sharing):
             entry = CachedResponse(
                 status_code=response.status_code,
                 headers=tuple(
@@ -637,10 +666,13 @@ class Session:
                 content=response.content,
                 url=redact_url(response.url),
             )
-            try:
-                store.save(key, entry, secrets=_secrets_of(params, headers))
-            except Exception as exc:  # a cache must never fail the request it serves
-                log.warning("could not store a response in the cache: %s", type(exc).__name__)
+            if sharing:
+                shared.memo.offer(key, entry)
+            if store is not None:
+                try:
+                    store.save(key, entry, secrets=_secrets_of(params, headers))
+                except Exception as exc:  # a cache must never fail the request it serves
+                    log.warning("could not store a response in the cache: %s", type(exc).__name__)
         return response
 
     def _limiter(self, host: str, rate: Rate) -> HostLimiter:

@@ -61,6 +61,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._clock": "http",
     "litfetch_df._http": "http",
     "litfetch_df._store": "http",
+    "litfetch_df._memo": "http",
     "litfetch_df._transfer": "http",
     "litfetch_df._limiter": "http",
     "litfetch_df.session": "session",
@@ -354,3 +355,25 @@ def test_architecture_page_names_every_module() -> None:
         if f"`{shown}`" not in text:
             missing.append(shown)
     assert not missing, f"docs/architecture.md does not describe: {missing}"
+
+
+def test_no_frame_module_imports_another_modules_private_names() -> None:
+    # A step module, the engine and the calls share only public names (issue 13): a
+    # private name used across modules is a contract nobody wrote down.
+    offenders: list[str] = []
+    for path in sorted((ROOT / PACKAGE / "frame").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        offenders.append(f"{path.relative_to(ROOT)}: {alias.name}")
+    assert offenders == []
+
+
+def test_no_frame_module_is_over_about_500_lines() -> None:
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in (ROOT / PACKAGE / "frame").rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > 520} == {}
