@@ -102,14 +102,22 @@ def link_for(coordinator: Coordinator) -> Link:
     if coordinator.actor is None:
         limiter, background = local_coordinator()
         return LoopLink(limiter, background.loop)
-    from distributed import get_worker
+    from distributed import Actor, get_worker
 
+    handle: Any = coordinator.actor
     try:
-        io_loop: Any = get_worker().loop
+        worker: Any = get_worker()
     except ValueError:  # on the client: the actor's calls go through the client's loop
         from distributed import get_client
 
-        io_loop = get_client().loop
+        io_loop: Any = get_client().loop
+    else:
+        # The handle binds to a worker lazily, where it is first used; that is the
+        # worker's event loop here, which cannot tell which worker it is, so bind it now
+        # (a handle pickles as ``(Actor, (cls, address, key))``).
+        _, (cls, address, key) = handle.__reduce__()
+        handle = Actor(cls, address, key, worker=worker)
+        io_loop = worker.loop
     # Tornado's IOLoop wraps the asyncio loop the actor's calls must be made on.
     loop: asyncio.AbstractEventLoop = io_loop.asyncio_loop
-    return LoopLink(coordinator.actor, loop)
+    return LoopLink(handle, loop)
