@@ -80,13 +80,19 @@ class DaskLitFrameAccessor:
         meta = part.meta_of(empty, plan)
         tagged_meta = part.tag(empty, by, explicit)
         tagged = frame.map_partitions(part.tag, by, explicit, meta=tagged_meta)
-        grouped = tagged.shuffle(on=part.KEY, npartitions=frame.npartitions)
+        # Task-based shuffles: the P2P one converts partitions to Arrow, which cannot hold
+        # the Blob, File and Related objects of the result columns.
+        grouped = tagged.shuffle(
+            on=part.KEY, npartitions=frame.npartitions, shuffle_method="tasks"
+        )
         out_meta = meta.copy()
         out_meta[part.ROW] = pd.Series(dtype="int64")
         out_meta[part.LABEL] = pd.Series(dtype=empty.index.dtype)
         out_meta = out_meta.reset_index(drop=True)
         worked = grouped.map_partitions(part.work, plan, meta=out_meta)
-        back = worked.set_index(part.ROW, divisions=list(part.divisions(frame.npartitions)))
+        back = worked.set_index(
+            part.ROW, divisions=list(part.divisions(frame.npartitions)), shuffle_method="tasks"
+        )
         result: dd.DataFrame = back.map_partitions(
             part.restore,
             empty.index.name,
