@@ -33,13 +33,17 @@ UNPAYWALL_RATE = 8.0
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    with tempfile.TemporaryDirectory() as scratch, distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=2,
-        processes=True,
-        dashboard_address=None,
-        local_directory=scratch,
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=2,
+            processes=True,
+            dashboard_address=None,
+            local_directory=scratch,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         client.run(unpace_unknown_hosts)
         yield client
 

@@ -82,9 +82,7 @@ class DaskLitFrameAccessor:
         tagged = frame.map_partitions(part.tag, by, explicit, meta=tagged_meta)
         # Task-based shuffles: the P2P one converts partitions to Arrow, which cannot hold
         # the Blob, File and Related objects of the result columns.
-        grouped = tagged.shuffle(
-            on=part.KEY, npartitions=frame.npartitions, shuffle_method="tasks"
-        )
+        grouped = tagged.shuffle(on=part.KEY, npartitions=frame.npartitions, shuffle_method="tasks")
         out_meta = meta.copy()
         out_meta[part.ROW] = pd.Series(dtype="int64")
         out_meta[part.LABEL] = pd.Series(dtype=empty.index.dtype)
