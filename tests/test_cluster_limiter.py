@@ -8,6 +8,7 @@ clock, judges the pace. The Dask wiring is tested in ``test_dask_cluster.py``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -72,7 +73,7 @@ async def test_two_sessions_share_one_pace(fake: FakeUpstream) -> None:
     await clock.run(_each_asks(_sessions(fake, clock, coordinator), 15))
     times = _arrivals(fake)
     assert len(times) == 30
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 1 / RATE - 1e-9  # merged from both sessions: never faster than 10/s
 
 
@@ -81,7 +82,7 @@ async def test_without_the_coordinator_each_session_goes_at_full_rate(fake: Fake
     clock = VirtualClock()
     await clock.run(_each_asks(_sessions(fake, clock, None), 15))
     times = _arrivals(fake)
-    assert min(b - a for a, b in zip(times, times[1:], strict=False)) < 1 / RATE / 2
+    assert min(b - a for a, b in itertools.pairwise(times)) < 1 / RATE / 2
 
 
 async def test_a_throttle_one_session_meets_pauses_the_other(fake: FakeUpstream) -> None:

@@ -18,7 +18,7 @@ import pytest
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
-import litfetch_df.dask  # noqa: E402  (registers ddf.lit)
+import litfetch_df.dask  # noqa: E402, F401  (registers ddf.lit)
 from litfetch_df import HostLimit  # noqa: E402
 from tests.dask_support import session_factory, unpace_unknown_hosts  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402

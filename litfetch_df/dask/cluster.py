@@ -102,7 +102,10 @@ def link_for(coordinator: Coordinator) -> Link:
     if coordinator.actor is None:
         limiter, background = local_coordinator()
         return LoopLink(limiter, background.loop)
-    from distributed import Actor, get_worker
+    from distributed import get_worker
+    from distributed.actor import Actor as _Actor
+
+    actor_class: Any = _Actor  # untyped
 
     handle: Any = coordinator.actor
     try:
@@ -116,7 +119,7 @@ def link_for(coordinator: Coordinator) -> Link:
         # worker's event loop here, which cannot tell which worker it is, so bind it now
         # (a handle pickles as ``(Actor, (cls, address, key))``).
         _, (cls, address, key) = handle.__reduce__()
-        handle = Actor(cls, address, key, worker=worker)
+        handle = actor_class(cls, address, key, worker=worker)
         io_loop = worker.loop
     # Tornado's IOLoop wraps the asyncio loop the actor's calls must be made on.
     loop: asyncio.AbstractEventLoop = io_loop.asyncio_loop
