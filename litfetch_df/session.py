@@ -34,7 +34,14 @@ from ._http import (
     redact_url,
     url_with_query,
 )
-from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
+from ._limiter import (
+    HostLimit,
+    HostLimiter,
+    HostParked,
+    LimiterFactory,
+    LimiterState,
+    plan_for,
+)
 from ._memo import AnswerMemo
 from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
 from ._transfer import (
@@ -103,6 +110,7 @@ class _Shared:
     clock: Clock = field(default_factory=SystemClock)
     host_limits: Mapping[str, HostLimit] = field(default_factory=dict)
     limiters: dict[str, HostLimiter] = field(default_factory=dict)
+    limiter_factory: LimiterFactory = HostLimiter
     requests_sent: int = 0
     requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
@@ -191,6 +199,9 @@ class Session:
     ``host_limits`` states what you know of a host's limit
     (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
     never pass. ``clock`` replaces the real clock (tests pass a virtual one).
+    ``limiter_factory`` builds each host's limiter (default
+    :class:`~litfetch_df._limiter.HostLimiter`); ``litfetch_df.dask`` passes
+    one whose hosts share a politeness budget across a cluster (ADR 0013).
 
     Every attempt is bounded: ``deadline`` seconds for the whole of it, body
     included (default ``4 * timeout``; ``None`` for none), and ``max_body_bytes``
@@ -218,6 +229,7 @@ class Session:
         refresh: bool = False,
         host_limits: Mapping[str, HostLimit] | None = None,
         clock: Clock | None = None,
+        limiter_factory: LimiterFactory | None = None,
         deadline: float | _Default | None = _DEFAULT,
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
         allow_private_redirects: bool = False,
@@ -245,6 +257,7 @@ class Session:
             owns_store=store is not None and store is not cache,
             clock=clock if clock is not None else SystemClock(),
             host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
+            limiter_factory=limiter_factory if limiter_factory is not None else HostLimiter,
             bounds=bounds,
             memo=memo if memo is not None else AnswerMemo(),
         )
@@ -680,7 +693,7 @@ class Session:
         limiter = shared.limiters.get(host)
         if limiter is None:
             plan = plan_for(host, rate, shared.host_limits.get(host.lower()))
-            limiter = HostLimiter(host, plan, shared.clock, shared.retry)
+            limiter = shared.limiter_factory(host, plan, shared.clock, shared.retry)
             shared.limiters[host] = limiter
         return limiter
 

@@ -75,6 +75,7 @@ PLACED: dict[str, str] = {
     "litfetch_df.cli": "faces",
     "litfetch_df.demo": "faces",
     "litfetch_df._results": "faces",
+    "litfetch_df.dask": "faces",
 }
 """Modules placed by name; everything under ``sources/``, ``operations/`` and
 ``frame/`` takes its package's layer."""
@@ -377,3 +378,23 @@ def test_no_frame_module_is_over_about_500_lines() -> None:
         for p in (ROOT / PACKAGE / "frame").rglob("*.py")
     }
     assert {name: n for name, n in sizes.items() if n > 520} == {}
+
+
+def test_the_core_package_never_imports_dask() -> None:
+    # Run in a fresh interpreter: this test process may have imported dask already.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pandas as pd, litfetch_df\n"
+        "from litfetch_df.demo import demo_session\n"
+        "df = pd.DataFrame({'pmid': ['30000001']})\n"
+        "df.lit.id_columns(); df.lit.summary()\n"
+        "df.lit.resolve(session=demo_session(), progress=False)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
