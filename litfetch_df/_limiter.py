@@ -27,13 +27,20 @@ import asyncio
 import collections
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ._clock import Clock
 from ._http import Rate, RetryPolicy, UpstreamUnavailable, parse_retry_after
 
-__all__ = ["HostLimit", "HostLimiter", "HostParked", "LimiterState", "plan_for"]
+__all__ = [
+    "HostLimit",
+    "HostLimiter",
+    "HostParked",
+    "LimiterFactory",
+    "LimiterState",
+    "plan_for",
+]
 
 
 class HostParked(UpstreamUnavailable):
@@ -500,6 +507,17 @@ class HostLimiter:
             paused_for=max(0.0, self._paused_until - now),
             parked=self.parked,
         )
+
+
+LimiterFactory = Callable[[str, _Plan, Clock, RetryPolicy], HostLimiter]
+"""Builds the limiter of one host from its name, plan, clock and retry policy.
+
+:class:`HostLimiter` itself is the default. ``Session(limiter_factory=…)``
+plugs in another, e.g. one that also asks a coordinator shared by several
+processes (``litfetch_df.dask``); it must return a :class:`HostLimiter` (or a
+subclass) because the session calls ``acquire``, ``release``, ``observe``
+and ``state`` on it.
+"""
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)

@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import json as jsonlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -34,7 +34,15 @@ from ._http import (
     redact_url,
     url_with_query,
 )
-from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
+from ._limiter import (
+    HostLimit,
+    HostLimiter,
+    HostParked,
+    LimiterFactory,
+    LimiterState,
+    plan_for,
+)
+from ._memo import AnswerMemo
 from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
 from ._transfer import (
     DEADLINE_PER_TIMEOUT,
@@ -102,12 +110,15 @@ class _Shared:
     clock: Clock = field(default_factory=SystemClock)
     host_limits: Mapping[str, HostLimit] = field(default_factory=dict)
     limiters: dict[str, HostLimiter] = field(default_factory=dict)
+    limiter_factory: LimiterFactory = HostLimiter
     requests_sent: int = 0
     requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
     primed: dict[str, _Primed] = field(default_factory=dict)
     # What one attempt may cost and where its redirects may go (see litfetch_df._transfer).
     bounds: Bounds = field(default_factory=Bounds)
+    # Small JSON answers the units got, shared by later calls on the same table (_memo.py).
+    memo: AnswerMemo = field(default_factory=AnswerMemo)
 
 
 class _Default:
@@ -188,6 +199,9 @@ class Session:
     ``host_limits`` states what you know of a host's limit
     (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
     never pass. ``clock`` replaces the real clock (tests pass a virtual one).
+    ``limiter_factory`` builds each host's limiter (default
+    :class:`~litfetch_df._limiter.HostLimiter`); ``litfetch_df.dask`` passes
+    one whose hosts share a politeness budget across a cluster (ADR 0013).
 
     Every attempt is bounded: ``deadline`` seconds for the whole of it, body
     included (default ``4 * timeout``; ``None`` for none), and ``max_body_bytes``
@@ -195,6 +209,11 @@ class Session:
     from ``https`` to ``http`` nor from a public address to a non-public one,
     unless ``allow_insecure_redirects`` / ``allow_private_redirects``. See
     docs/adr/0010-request-bounds-and-redirects.md.
+
+    A scope keeps the small JSON answers (200 or 404) it gets to a GET in the
+    session's ``memo`` (an :class:`~litfetch_df._memo.AnswerMemo`, 32 MiB by
+    default), so a record several steps read is asked for once in the
+    session's life; sessions given one memo share their answers.
     """
 
     def __init__(
@@ -210,10 +229,12 @@ class Session:
         refresh: bool = False,
         host_limits: Mapping[str, HostLimit] | None = None,
         clock: Clock | None = None,
+        limiter_factory: LimiterFactory | None = None,
         deadline: float | _Default | None = _DEFAULT,
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
         allow_private_redirects: bool = False,
         allow_insecure_redirects: bool = False,
+        memo: AnswerMemo | None = None,
     ) -> None:
         install_log_redaction()
         bounds = Bounds(
@@ -236,7 +257,9 @@ class Session:
             owns_store=store is not None and store is not cache,
             clock=clock if clock is not None else SystemClock(),
             host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
+            limiter_factory=limiter_factory if limiter_factory is not None else HostLimiter,
             bounds=bounds,
+            memo=memo if memo is not None else AnswerMemo(),
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -432,19 +455,28 @@ class Session:
         """Return the answer this session holds for a GET without asking anyone, or ``None``.
 
         Held: a primed response (see :meth:`prime`; a primed *failure* is not an
-        answer), else the persistent cache's entry (unless the session
-        refreshes). Nothing is sent, paced or recorded in :attr:`failures`,
-        so a caller that must cost no request can read what a bulk lookup or
-        an earlier run already fetched (:class:`~litfetch_df._store.HeldAnswers`).
+        answer), else an answer kept in the :attr:`memo`, else the persistent
+        cache's entry (unless the session refreshes). Nothing is sent, paced
+        or recorded in :attr:`failures`, so a caller that must cost no request
+        can read what a bulk lookup or an earlier run already fetched
+        (:class:`~litfetch_df._store.HeldAnswers`).
         """
         key = request_key("GET", url, params, headers, False, None)
         shared = self._shared
         primed = shared.primed.get(key)
         if primed is not None and primed.response is not None:
             return primed.response
+        kept = shared.memo.load(key)
+        if kept is not None:
+            return kept
         if shared.store is not None and not shared.refresh:
             return shared.store.load(key)
         return None
+
+    @property
+    def memo(self) -> AnswerMemo:
+        """The small answers this session's scopes keep in memory (see :mod:`litfetch_df._memo`)."""
+        return self._shared.memo
 
     @property
     def primed_count(self) -> int:
@@ -605,8 +637,18 @@ class Session:
     ) -> httpx.Response:
         shared = self._shared
         primed = shared.primed.get(key)
+        # Only a unit's scope shares its answers: a caller of the session itself (or a
+        # test of pacing) asking the same thing twice means it.
+        sharing = self._parent is not None and method == "GET"
         if primed is not None and primed.response is not None:
+            if sharing and shared.memo.load(key) is None:
+                shown = replace(primed.response, url=primed.shown_url())
+                shared.memo.offer(key, shown)
             return _Replayed(primed.response, method, primed.shown_url)
+        if sharing:
+            kept = shared.memo.load(key)
+            if kept is not None:
+                return _Replayed(kept, method)
         store = shared.store
         if store is not None and not shared.refresh:
             entry = store.load(key)
@@ -626,7 +668,7 @@ class Session:
             self._note_failure(reason)
             raise NotInCache(reason)
         response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
-        if store is not None and _cacheable(response.status_code, rate):
+        if _cacheable(response.status_code, rate) and (store is not None or sharing):
             entry = CachedResponse(
                 status_code=response.status_code,
                 headers=tuple(
@@ -637,10 +679,13 @@ class Session:
                 content=response.content,
                 url=redact_url(response.url),
             )
-            try:
-                store.save(key, entry, secrets=_secrets_of(params, headers))
-            except Exception as exc:  # a cache must never fail the request it serves
-                log.warning("could not store a response in the cache: %s", type(exc).__name__)
+            if sharing:
+                shared.memo.offer(key, entry)
+            if store is not None:
+                try:
+                    store.save(key, entry, secrets=_secrets_of(params, headers))
+                except Exception as exc:  # a cache must never fail the request it serves
+                    log.warning("could not store a response in the cache: %s", type(exc).__name__)
         return response
 
     def _limiter(self, host: str, rate: Rate) -> HostLimiter:
@@ -648,7 +693,7 @@ class Session:
         limiter = shared.limiters.get(host)
         if limiter is None:
             plan = plan_for(host, rate, shared.host_limits.get(host.lower()))
-            limiter = HostLimiter(host, plan, shared.clock, shared.retry)
+            limiter = shared.limiter_factory(host, plan, shared.clock, shared.retry)
             shared.limiters[host] = limiter
         return limiter
 

@@ -61,6 +61,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._clock": "http",
     "litfetch_df._http": "http",
     "litfetch_df._store": "http",
+    "litfetch_df._memo": "http",
     "litfetch_df._transfer": "http",
     "litfetch_df._limiter": "http",
     "litfetch_df.session": "session",
@@ -74,6 +75,7 @@ PLACED: dict[str, str] = {
     "litfetch_df.cli": "faces",
     "litfetch_df.demo": "faces",
     "litfetch_df._results": "faces",
+    "litfetch_df.dask": "faces",
 }
 """Modules placed by name; everything under ``sources/``, ``operations/`` and
 ``frame/`` takes its package's layer."""
@@ -354,3 +356,45 @@ def test_architecture_page_names_every_module() -> None:
         if f"`{shown}`" not in text:
             missing.append(shown)
     assert not missing, f"docs/architecture.md does not describe: {missing}"
+
+
+def test_no_frame_module_imports_another_modules_private_names() -> None:
+    # A step module, the engine and the calls share only public names (issue 13): a
+    # private name used across modules is a contract nobody wrote down.
+    offenders: list[str] = []
+    for path in sorted((ROOT / PACKAGE / "frame").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        offenders.append(f"{path.relative_to(ROOT)}: {alias.name}")
+    assert offenders == []
+
+
+def test_no_frame_module_is_over_about_500_lines() -> None:
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in (ROOT / PACKAGE / "frame").rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > 520} == {}
+
+
+def test_the_core_package_never_imports_dask() -> None:
+    # Run in a fresh interpreter: this test process may have imported dask already.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pandas as pd, litfetch_df\n"
+        "from litfetch_df.demo import demo_session\n"
+        "df = pd.DataFrame({'pmid': ['30000001']})\n"
+        "df.lit.id_columns(); df.lit.summary()\n"
+        "df.lit.resolve(session=demo_session(), progress=False)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]

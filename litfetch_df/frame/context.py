@@ -6,26 +6,41 @@ of the call that made it (``df.attrs``, see :mod:`~litfetch_df.frame.provenance`
 and the package defaults (:mod:`~litfetch_df.frame.options`). A call given
 no session opens its own for its duration; a session given unopened is
 opened for the call, and refused to a second call running at the same time.
+
+The calls on one table share what they fetched: a session the call opens
+for itself takes the answer memo (:mod:`litfetch_df._memo`) of the call that
+made its frame, found by a token in ``df.attrs``, so ``df.lit.list_files()
+.lit.licences()`` asks for an Unpaywall record once. The last few tables'
+memos are kept; a session the caller gives keeps its own.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
+import secrets
 import threading
 import weakref
 from collections.abc import AsyncIterator, Hashable, Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 import pandas as pd
 
+from .._memo import AnswerMemo
 from ..session import Session
 from .columns import CANONICAL
 from .options import Options, effective, get_options
 from .provenance import Provenance, from_attrs, of_session, stamp, warn_going_online
 
-__all__ = ["CallContext", "CallOptions", "call_context", "inherit"]
+__all__ = ["MEMO_ATTR", "CallContext", "CallOptions", "call_context", "inherit"]
+
+MEMO_ATTR: Final = "litfetch_df_memo"
+"""The ``df.attrs`` key naming the answer memo of the calls that made the frame."""
+
+_KEPT_MEMOS: Final = 2
+"""How many tables' memos stay alive (each within its byte budget)."""
 
 
 class CallOptions(TypedDict, total=False):
@@ -68,10 +83,15 @@ class CallContext:
     explicit: dict[str, Hashable | None]
     # The settings the call's frame records (see frame.provenance).
     provenance: Provenance = dataclasses.field(default_factory=Provenance)
+    # The token of the answer memo the call's own session shares (None: the caller's session).
+    memo_token: str | None = None
 
     def stamp(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Record this call's session settings in ``frame.attrs``; return ``frame``."""
-        return stamp(frame, self.provenance)
+        """Record this call's session settings (and memo token) in ``frame.attrs``; return it."""
+        stamp(frame, self.provenance)
+        if self.memo_token is not None:
+            frame.attrs = {**frame.attrs, MEMO_ATTR: self.memo_token}
+        return frame
 
     def reading_canonical(self) -> CallContext:
         """This context reading the canonical id columns (once a resolve step wrote them)."""
@@ -105,8 +125,26 @@ _OPENED_BY_CALLS: weakref.WeakSet[Session] = weakref.WeakSet()
 _OPENED_LOCK = threading.Lock()
 
 
+_MEMOS: collections.OrderedDict[str, AnswerMemo] = collections.OrderedDict()
+_MEMOS_LOCK = threading.Lock()
+
+
+def _memo_of(frame: pd.DataFrame | None) -> tuple[str, AnswerMemo]:
+    """The memo token and memo a call on ``frame`` shares (a new one for a new table)."""
+    token = frame.attrs.get(MEMO_ATTR) if frame is not None else None
+    with _MEMOS_LOCK:
+        if isinstance(token, str) and token in _MEMOS:
+            _MEMOS.move_to_end(token)
+            return token, _MEMOS[token]
+        token = secrets.token_hex(8)
+        _MEMOS[token] = AnswerMemo()
+        while len(_MEMOS) > _KEPT_MEMOS:
+            _MEMOS.popitem(last=False)
+        return token, _MEMOS[token]
+
+
 def inherit(
-    config: CallOptions, frame: pd.DataFrame | None
+    config: CallOptions, frame: pd.DataFrame | None, memo: AnswerMemo | None = None
 ) -> tuple[CallOptions, Provenance | None]:
     """Fill in the session settings ``frame`` was made with, where the call gives none.
 
@@ -114,7 +152,7 @@ def inherit(
     A frame made with a cache (or offline) gets a session with that cache, its
     TTL, contact and offline flag, unless the call names a session, a
     contact, a cache or ``offline`` itself; otherwise only a recorded contact
-    fills a missing one.
+    fills a missing one. A session made here shares ``memo``.
     """
     inherited = from_attrs(frame.attrs) if frame is not None else None
     told = config.get("session") is not None or any(
@@ -125,7 +163,7 @@ def inherit(
     cfg = cast(dict[str, Any], dict(config))
     if inherited.cache is not None or inherited.stays_offline:
         timeout = cfg.pop("timeout", None)
-        cfg["session"] = inherited.session(timeout=timeout or get_options().timeout)
+        cfg["session"] = inherited.session(timeout=timeout or get_options().timeout, memo=memo)
     elif inherited.contact is not None and get_options().contact is None:
         cfg["contact"] = inherited.contact
     return cast(CallOptions, cfg), inherited
@@ -136,19 +174,24 @@ async def call_context(
     config: CallOptions, frame: pd.DataFrame | None = None, method: str = ""
 ) -> AsyncIterator[CallContext]:
     """Yield the open session and options of one call (``config``, ``frame.attrs``, defaults)."""
-    config, inherited = inherit(config, frame)
+    token: str | None = None
+    memo: AnswerMemo | None = None
+    if config.get("session") is None:
+        token, memo = _memo_of(frame)
+    config, inherited = inherit(config, frame, memo)
     given, options, explicit = _split(config)
     session = given or Session(
         contact=options.contact,
         cache=options.cache,
         offline=options.offline,
         timeout=options.timeout,
+        memo=memo,
     )
     made_offline = inherited is not None and inherited.stays_offline
     stays = session.offline or bool(getattr(session, "demo_world_session", False))
     if inherited is not None and made_offline and not stays:
         warn_going_online(inherited, method)
-    ctx = CallContext(session, options, explicit, of_session(session))
+    ctx = CallContext(session, options, explicit, of_session(session), token)
     if given is None:
         async with session:
             yield ctx

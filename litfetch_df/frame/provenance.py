@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import pandas as pd
 
+from .._memo import AnswerMemo
 from ..demo_world import world_session
 from ..session import Session
 
@@ -68,14 +69,16 @@ class Provenance:
         """Return the settings as the plain dict stored in ``attrs``."""
         return dataclasses.asdict(self)
 
-    def session(self, timeout: float = 30.0) -> Session:
+    def session(self, timeout: float = 30.0, memo: AnswerMemo | None = None) -> Session:
         """Return a new, not-yet-entered :class:`Session` with these settings.
 
-        Raises :class:`ValueError` when the frame was made offline and its
-        cache file is gone (there is nothing left to replay).
+        ``memo`` is the answer memo it shares with the earlier calls on the
+        frame (see :mod:`litfetch_df._memo`). Raises :class:`ValueError` when
+        the frame was made offline and its cache file is gone (there is
+        nothing left to replay).
         """
         if self.demo:
-            return world_session(timeout=timeout)
+            return world_session(timeout=timeout, memo=memo)
         cache = self.cache if self.cache and Path(self.cache).is_file() else None
         if self.offline and cache is None:
             raise ValueError(
@@ -90,6 +93,7 @@ class Provenance:
             cache_ttl=self.cache_ttl,
             offline=self.offline,
             timeout=timeout,
+            memo=memo,
         )
 
 

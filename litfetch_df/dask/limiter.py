@@ -1,0 +1,312 @@
+"""One politeness budget for many processes: a coordinator every worker's session asks.
+
+A :class:`~litfetch_df.Session` paces each host with a
+:class:`~litfetch_df._limiter.HostLimiter` of its own, so two processes would
+each ask a host at its full rate. Here the pacing of a rate-limited host lives
+in one place for the whole cluster (design: docs/adr/0013-cluster-limiter.md):
+
+* :class:`ClusterLimiter` is the coordinator. It holds one ``HostLimiter`` per
+  coordinated host and grants every request of every worker a start slot and
+  an in-flight place, on its own clock; throttles reported by any worker cut
+  the rate, pause or park the host for all of them. On a Dask cluster it runs
+  as an actor on one worker; without one, on a background event loop.
+* :class:`ClusterHostLimiter` is what a worker's session uses for a coordinated
+  host (plug it in with :func:`limiter_factory`): it keeps the session's own
+  limiter logic, and asks the coordinator before each send, then reports the
+  answer back in one message.
+* Hosts with no client limit (the PMC bucket on S3, file-download hosts) are
+  not coordinated: each session paces them alone, so they scale with workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from .._clock import Clock, SystemClock
+from .._http import RetryPolicy
+from .._limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Ticket, _Plan
+
+__all__ = [
+    "COORDINATED_HOSTS",
+    "ClusterHostLimiter",
+    "ClusterLimiter",
+    "Link",
+    "LocalLink",
+    "LoopLink",
+    "limiter_factory",
+]
+
+log = logging.getLogger(__name__)
+
+COORDINATED_HOSTS: Final[frozenset[str]] = frozenset(
+    {
+        "pmc.ncbi.nlm.nih.gov",
+        "www.ebi.ac.uk",
+        "api.openalex.org",
+        "api.crossref.org",
+        "api.unpaywall.org",
+        "api.semanticscholar.org",
+        "api.elsevier.com",
+        "api.springernature.com",
+        "api.biorxiv.org",
+    }
+)
+"""The API hosts of the bundled sources: one budget per host for the whole cluster.
+
+Absent on purpose: the PMC bucket (Amazon S3 takes thousands of requests a
+second) and the hosts files are downloaded from.
+"""
+
+_RemoteTicket = tuple[float, int, int]
+
+
+class ClusterLimiter:
+    """The coordinator: the pacing of every coordinated host, for all workers at once.
+
+    Its methods are coroutines so that, as a Dask actor, they all run on the
+    event loop of the worker that holds it (one thread touches the limiters).
+    ``clock`` is the clock its pacing reads (tests pass a virtual one).
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock if clock is not None else SystemClock()
+        self._hosts: dict[str, HostLimiter] = {}
+        self._granted: dict[str, list[float]] = {}
+
+    def _limiter(self, host: str, plan: _Plan, policy: RetryPolicy) -> HostLimiter:
+        limiter = self._hosts.get(host)
+        if limiter is None:
+            # The first worker to ask brings the plan; every worker builds it the same way.
+            limiter = HostLimiter(host, plan, self._clock, policy)
+            self._hosts[host] = limiter
+        return limiter
+
+    async def acquire(self, host: str, plan: _Plan, policy: RetryPolicy) -> _RemoteTicket | str:
+        """Wait for ``host``'s next slot and place; return the grant, or why it is parked."""
+        limiter = self._limiter(host, plan, policy)
+        try:
+            ticket = await limiter.acquire()
+        except HostParked as parked:
+            return str(parked)
+        self._granted.setdefault(host, []).append(self._clock.now())
+        return (ticket.rate, ticket.in_flight, ticket.epoch)
+
+    async def release(self, host: str, ticket: _RemoteTicket) -> None:
+        """Give back the place of a request that got no answer to learn from."""
+        limiter = self._hosts.get(host)
+        if limiter is not None:
+            limiter.release(Ticket(*ticket))
+
+    async def finish(
+        self,
+        host: str,
+        ticket: _RemoteTicket,
+        status: int,
+        headers: Mapping[str, str],
+        throttled: bool,
+        retry: bool,
+    ) -> str | None:
+        """Give back the place of an answered request and learn from the answer.
+
+        Returns why the host is parked, if the answer parked it.
+        """
+        limiter = self._hosts.get(host)
+        if limiter is None:
+            return None
+        granted = Ticket(*ticket)
+        limiter.release(granted)
+        return limiter.observe(granted, status, headers, throttled=throttled, retry=retry)
+
+    async def states(self) -> dict[str, LimiterState]:
+        """Return a snapshot of each coordinated host's pacing."""
+        return {host: limiter.state() for host, limiter in self._hosts.items()}
+
+    async def granted(self) -> dict[str, list[float]]:
+        """Return, per host, the coordinator-clock times of every slot it granted."""
+        return {host: list(times) for host, times in self._granted.items()}
+
+
+class Link(Protocol):
+    """How a worker reaches the coordinator: an awaited call and a one-way message."""
+
+    async def call(self, method: str, *args: Any) -> Any:
+        """Run ``method`` on the coordinator and return its result."""
+        ...
+
+    def send(self, method: str, *args: Any) -> None:
+        """Run ``method`` on the coordinator without waiting for it."""
+        ...
+
+
+class LocalLink:
+    """A link to a :class:`ClusterLimiter` on the caller's own event loop (one process)."""
+
+    def __init__(self, coordinator: ClusterLimiter) -> None:
+        self._coordinator = coordinator
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    async def call(self, method: str, *args: Any) -> Any:
+        """Await ``method`` on the coordinator."""
+        result: Any = await getattr(self._coordinator, method)(*args)
+        return result
+
+    def send(self, method: str, *args: Any) -> None:
+        """Schedule ``method`` on the coordinator (the task is kept until it ends)."""
+        task = asyncio.get_running_loop().create_task(self.call(method, *args))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+
+class LoopLink:
+    """A link to a coordinator living on another thread's event loop.
+
+    ``target`` is a :class:`ClusterLimiter` or a Dask actor handle of one;
+    ``loop`` is the loop its calls must be made from (the worker's own loop
+    for an actor). Results come back to the caller's loop through a future.
+    """
+
+    def __init__(self, target: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._target = target
+        self._loop = loop
+
+    async def _run(self, method: str, args: tuple[Any, ...]) -> Any:
+        result: Any = await getattr(self._target, method)(*args)
+        return result
+
+    async def call(self, method: str, *args: Any) -> Any:
+        """Run ``method`` on the coordinator's loop and await its result here."""
+        future = asyncio.run_coroutine_threadsafe(self._run(method, args), self._loop)
+        return await asyncio.wrap_future(future)
+
+    def send(self, method: str, *args: Any) -> None:
+        """Run ``method`` on the coordinator's loop; a failure is logged, not raised."""
+        future = asyncio.run_coroutine_threadsafe(self._run(method, args), self._loop)
+        future.add_done_callback(_log_failure)
+
+
+def _log_failure(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("the cluster limiter missed a report: %s", type(future.exception()).__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _ClusterTicket(Ticket):
+    """A local grant together with the coordinator's grant for the same request."""
+
+    remote: _RemoteTicket = (0.0, 0, 0)
+
+
+class ClusterHostLimiter(HostLimiter):
+    """A host's limiter in one worker's session that also holds the cluster's grant.
+
+    Each request first passes the session's own limiter (its own slow-downs
+    still apply), then waits for the coordinator's slot; the answer is
+    reported to the coordinator in one message, so a throttle any worker
+    meets slows every worker.
+    """
+
+    def __init__(
+        self, host: str, plan: _Plan, clock: Clock, policy: RetryPolicy, link: Link
+    ) -> None:
+        super().__init__(host, plan, clock, policy)
+        self._link = link
+        # Released but not yet observed: the session releases a request's place just
+        # before it observes the answer, and the two travel to the coordinator together.
+        self._unreported: dict[int, _ClusterTicket] = {}
+
+    async def acquire(self) -> Ticket:
+        """Wait for a place and slot here and at the coordinator; return the grant.
+
+        Raises :class:`HostParked` when the host is parked here or cluster-wide.
+        """
+        ticket = await super().acquire()
+        try:
+            remote = await self._link.call("acquire", self.host, self.plan, self._policy)
+        except BaseException:
+            super().release(ticket)
+            raise
+        if isinstance(remote, str):
+            super().release(ticket)
+            raise HostParked(remote)
+        return _ClusterTicket(ticket.rate, ticket.in_flight, ticket.epoch, tuple(remote))
+
+    def release(self, ticket: Ticket) -> None:
+        """Give back the place here; the coordinator's goes back with the answer's report."""
+        super().release(ticket)
+        if isinstance(ticket, _ClusterTicket):
+            key = id(ticket)
+            self._unreported[key] = ticket
+            # No answer to observe (a transport failure): the place goes back on its own.
+            asyncio.get_running_loop().call_soon(self._release_unreported, key)
+
+    def _release_unreported(self, key: int) -> None:
+        ticket = self._unreported.pop(key, None)
+        if ticket is not None:
+            self._link.send("release", self.host, ticket.remote)
+
+    def observe(
+        self,
+        ticket: Ticket,
+        status: int,
+        headers: Mapping[str, str],
+        *,
+        throttled: bool,
+        retry: bool = False,
+    ) -> str | None:
+        """Learn from the answer here, and report it to the coordinator with the release."""
+        parked = super().observe(ticket, status, headers, throttled=throttled, retry=retry)
+        if isinstance(ticket, _ClusterTicket):
+            self._unreported.pop(id(ticket), None)
+            self._link.send(
+                "finish", self.host, ticket.remote, status, dict(headers), throttled, retry
+            )
+        return parked
+
+
+def limiter_factory(link: Link, hosts: Collection[str] = COORDINATED_HOSTS) -> LimiterFactory:
+    """Return a ``Session(limiter_factory=…)`` that coordinates ``hosts`` through ``link``.
+
+    A host outside ``hosts``, or one whose plan sets no limit at all (no rate
+    ceiling, no in-flight cap), gets a plain :class:`HostLimiter`.
+    """
+    chosen = frozenset(h.lower() for h in hosts)
+
+    def build(host: str, plan: _Plan, clock: Clock, policy: RetryPolicy) -> HostLimiter:
+        bounded = plan.max_rate != float("inf") or plan.max_in_flight != 0
+        if host.lower() in chosen and bounded:
+            return ClusterHostLimiter(host, plan, clock, policy, link)
+        return HostLimiter(host, plan, clock, policy)
+
+    return build
+
+
+class BackgroundLoop:
+    """An event loop on a daemon thread, for a coordinator shared by threads of one process."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="litfetch_df-cluster-limiter", daemon=True
+        )
+        self._thread.start()
+
+    def run(self, factory: Callable[[], Awaitable[Any]]) -> Any:
+        """Run a coroutine on the loop and wait for its result (from another thread)."""
+
+        async def wrapper() -> Any:
+            return await factory()
+
+        return asyncio.run_coroutine_threadsafe(wrapper(), self.loop).result()
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        with contextlib.suppress(RuntimeError):
+            self.loop.close()

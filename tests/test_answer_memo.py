@@ -1,0 +1,130 @@
+"""Chained calls on one table share the small answers they fetched (issue 13, item 3).
+
+:class:`~litfetch_df._memo.AnswerMemo` keeps deterministic JSON answers of a
+session's scopes within a byte budget; a chained call on a frame made by an
+earlier call shares that call's memo (``df.attrs``), whether the session is
+the caller's or one the calls open for themselves, so an Unpaywall record
+read by the file-set is not asked again by the licences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import litfetch_df  # noqa: F401  (registers the .lit accessor)
+from benchmarks.client import CREDENTIALS, WORLD_KEYS
+from benchmarks.corpus import Corpus, generate
+from litfetch_df import Session
+from litfetch_df._memo import AnswerMemo
+from litfetch_df._store import CachedResponse
+from litfetch_df.frame import context
+from litfetch_df.frame.pipeline import is_abandoned
+from tests.conftest import FAST_RETRY
+from tests.fake_upstream import FakeResponse, FakeUpstream
+from tests.fakes.world import HOST_CROSSREF, HOST_UNPAYWALL, World
+from tests.test_frame_run import CONTACT, crossref_lists, unpaywall_dois
+
+JSON = (("content-type", "application/json"),)
+
+
+def answer(status: int = 200, size: int = 10, headers: Any = JSON) -> CachedResponse:
+    return CachedResponse(status, headers, b"x" * size, "https://api.example/x")
+
+
+def test_the_memo_keeps_small_deterministic_json_answers_within_its_budget() -> None:
+    memo = AnswerMemo(max_bytes=25)
+    assert memo.offer("a", answer(200, 10))
+    assert memo.offer("b", answer(404, 10))
+    assert not memo.offer("c", answer(200, 10))  # over the budget: kept no more
+    assert memo.load("a") is not None and memo.load("c") is None
+    assert not memo.offer("d", answer(503, 1))  # not deterministic
+    assert not memo.offer("e", answer(200, 1, (("content-type", "application/pdf"),)))
+    assert not AnswerMemo().offer("f", answer(200, 2 * 1024 * 1024))  # a body, not a record
+    assert len(memo) == 2 and memo.size_bytes == 20
+    memo.clear()
+    assert len(memo) == 0 and memo.load("a") is None
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    return generate(60, seed=5)
+
+
+@pytest.fixture
+def world(fake: FakeUpstream, corpus: Corpus) -> Iterator[World]:
+    w = World(corpus.articles, keys=WORLD_KEYS)
+    w.install(fake)
+    yield w
+
+
+async def test_chained_calls_without_a_session_share_their_records(
+    world: World, fake: FakeUpstream, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sessions the calls open for themselves go to the fake, nothing else changes.
+    made: list[Session] = []
+
+    def to_the_fake(**kwargs: Any) -> Session:
+        kwargs.pop("contact", None)
+        session = Session(
+            client_factory=fake.client_factory(), retry=FAST_RETRY, contact=CONTACT, **kwargs
+        )
+        made.append(session)
+        return session
+
+    monkeypatch.setattr(context, "Session", to_the_fake)
+    cfg: dict[str, Any] = {"progress": False, "credentials": dict(CREDENTIALS)}
+    listed = await corpus.frame.lit.list_files_async(**cfg)
+    after_files = sorted(unpaywall_dois(fake))
+    lists_after_files = crossref_lists(fake)
+    assert after_files and lists_after_files > 0
+    out = await listed.lit.licences_async(**cfg)
+    related = await out.lit.related_async(**cfg)
+
+    assert len(made) == 3 and made[0].memo is made[1].memo is made[2].memo
+    assert sorted(unpaywall_dois(fake)) == after_files  # the licences asked no record again
+    assert crossref_lists(fake) == lists_after_files  # nor the relations Crossref's
+    assert (out["licence_basis"] == "unpaywall").any()
+    assert not related["related_error"].map(is_abandoned).any()
+
+    # A new table (no memo token) starts afresh.
+    fresh = await corpus.frame.lit.list_files_async(**cfg)
+    assert made[-1].memo is not made[0].memo
+    assert fresh.attrs[context.MEMO_ATTR] != listed.attrs[context.MEMO_ATTR]
+    assert fake.count(HOST_UNPAYWALL) == 2 * len(after_files)
+    assert fake.count(HOST_CROSSREF) > 0
+
+
+async def test_a_given_session_keeps_its_own_memo(world: World, fake: FakeUpstream) -> None:
+    frame = pd.DataFrame({"doi": [a.doi for a in world.articles if a.doi][:5]})
+    own = AnswerMemo()
+    session = Session(
+        client_factory=fake.client_factory(), retry=FAST_RETRY, contact=CONTACT, memo=own
+    )
+    async with session:
+        listed = await frame.lit.list_files_async(session=session, progress=False)
+        await listed.lit.licences_async(session=session, progress=False)
+    assert len(own) > 0
+    assert context.MEMO_ATTR not in listed.attrs  # the caller's session: no table memo
+    asked = unpaywall_dois(fake)
+    assert len(asked) == len(set(asked)) == frame["doi"].str.lower().nunique()
+
+
+async def test_a_session_asked_directly_does_not_share(fake: FakeUpstream) -> None:
+    # Only the units' scopes share answers: a caller asking the session twice means it.
+    fake.route(HOST_UNPAYWALL, "/v2/10.1/x", FakeResponse(200, {"doi": "10.1/x"}))
+    url = f"https://{HOST_UNPAYWALL}/v2/10.1/x"
+    async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as session:
+        await session.get(url)
+        await session.get(url)
+        assert fake.count(HOST_UNPAYWALL) == 2
+        # A scope keeps the answer, and a later scope is served from the memo.
+        async with session.scope() as scope:
+            await scope.get(url)
+        async with session.scope() as scope:
+            await scope.get(url)
+        assert fake.count(HOST_UNPAYWALL) == 3
+        assert len(session.memo) == 1

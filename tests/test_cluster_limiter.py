@@ -1,0 +1,132 @@
+"""The cluster limiter: several sessions, one politeness budget per rate-limited host.
+
+Run in one process on a virtual clock: two sessions (standing for two workers)
+share one :class:`ClusterLimiter`, and the fake's arrival log, on the same
+clock, judges the pace. The Dask wiring is tested in ``test_dask_cluster.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+
+from litfetch_df import HostLimit, HostParked, RetryPolicy, Session
+from litfetch_df._http import Rate
+from litfetch_df._limiter import HostLimiter, plan_for
+from litfetch_df.dask.limiter import (
+    ClusterHostLimiter,
+    ClusterLimiter,
+    LocalLink,
+    limiter_factory,
+)
+from tests.fake_upstream import FakeResponse, FakeUpstream
+from tests.virtual_clock import VirtualClock
+
+HOST = "api.unpaywall.org"
+RATE = 10.0
+RETRY = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.01)
+
+
+@pytest.fixture
+def fake(fake: FakeUpstream) -> FakeUpstream:
+    """The fake upstream, answering in process on the virtual clock (client_factory(clock=))."""
+    fake.route(HOST, r"/v2/.+", FakeResponse(200, {"doi": "x", "is_oa": False}))
+    return fake
+
+
+def _sessions(
+    fake: FakeUpstream, clock: VirtualClock, coordinator: ClusterLimiter | None
+) -> list[Session]:
+    factory = limiter_factory(LocalLink(coordinator)) if coordinator is not None else None
+    return [
+        Session(
+            client_factory=fake.client_factory(clock=clock),
+            retry=RETRY,
+            clock=clock,
+            host_limits={HOST: HostLimit(rate=RATE, in_flight=4)},
+            limiter_factory=factory,
+        )
+        for _ in range(2)
+    ]
+
+
+async def _each_asks(sessions: list[Session], n: int, host: str = HOST) -> None:
+    async def one(session: Session, i: int) -> None:
+        await session.get(f"https://{host}/v2/10.1/{id(session)}-{i}")
+
+    async def all_of(session: Session) -> None:
+        async with session:
+            await asyncio.gather(*(one(session, i) for i in range(n)))
+
+    await asyncio.gather(*(all_of(s) for s in sessions))
+
+
+def _arrivals(fake: FakeUpstream, host: str = HOST) -> list[float]:
+    return sorted(r.at for r in fake.requests(host))
+
+
+async def test_two_sessions_share_one_pace(fake: FakeUpstream) -> None:
+    clock = VirtualClock()
+    coordinator = ClusterLimiter(clock=clock)
+    await clock.run(_each_asks(_sessions(fake, clock, coordinator), 15))
+    times = _arrivals(fake)
+    assert len(times) == 30
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 1 / RATE - 1e-9  # merged from both sessions: never faster than 10/s
+
+
+async def test_without_the_coordinator_each_session_goes_at_full_rate(fake: FakeUpstream) -> None:
+    # The control: the same two sessions, each with its own limiter, double the host's rate.
+    clock = VirtualClock()
+    await clock.run(_each_asks(_sessions(fake, clock, None), 15))
+    times = _arrivals(fake)
+    assert min(b - a for a, b in itertools.pairwise(times)) < 1 / RATE / 2
+
+
+async def test_a_throttle_one_session_meets_pauses_the_other(fake: FakeUpstream) -> None:
+    clock = VirtualClock()
+    fake.fail_next(HOST, "/v2/10.1/", FakeResponse(429, {}, {"Retry-After": "3"}))
+    coordinator = ClusterLimiter(clock=clock)
+    await clock.run(_each_asks(_sessions(fake, clock, coordinator), 5))
+    requests = sorted(fake.requests(HOST), key=lambda r: r.at)
+    assert len(requests) == 11  # ten answers and the one 429
+    first = requests[0].at  # the throttled one: the first ever sent
+    later = [r.at for r in requests[1:]]
+    # Nobody asked the host during the three seconds it asked for, whichever session.
+    assert all(at >= first + 3.0 for at in later)
+    state = (await coordinator.states())[HOST]
+    assert state.throttled == 1
+    assert state.rate < RATE  # the cut applies to the whole cluster
+
+
+async def test_hosts_without_a_limit_are_not_coordinated() -> None:
+    link = LocalLink(ClusterLimiter())
+    build = limiter_factory(link)
+    clock = VirtualClock()
+    s3 = "pmc-oa-opendata.s3.amazonaws.com"
+    assert type(build(s3, plan_for(s3, Rate.DEFAULT), clock, RETRY)) is HostLimiter
+    downloads = "publisher.example.org"
+    assert type(build(downloads, plan_for(downloads, Rate.DEFAULT), clock, RETRY)) is HostLimiter
+    ncbi = "pmc.ncbi.nlm.nih.gov"
+    limiter = build(ncbi, plan_for(ncbi, Rate.NCBI_UNKEYED), clock, RETRY)
+    assert isinstance(limiter, ClusterHostLimiter)
+
+
+async def test_a_host_parked_by_one_session_fails_at_once_in_the_other(fake: FakeUpstream) -> None:
+    clock = VirtualClock()
+    fake.fail_next(HOST, "/v2/10.1/", FakeResponse(429, {}, {"Retry-After": "600"}))
+    coordinator = ClusterLimiter(clock=clock)
+    first, second = _sessions(fake, clock, coordinator)
+
+    async def run() -> None:
+        async with first:
+            with pytest.raises(HostParked, match="asked to wait"):
+                await first.get(f"https://{HOST}/v2/10.1/a")
+        async with second:
+            with pytest.raises(HostParked, match="asked to wait"):
+                await second.get(f"https://{HOST}/v2/10.1/b")
+
+    await clock.run(run())
+    assert fake.count(HOST) == 1  # the second session never reached the host

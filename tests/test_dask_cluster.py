@@ -1,0 +1,144 @@
+"""``ddf.lit`` on a LocalCluster of two worker processes, against the fake upstream.
+
+One cluster for the module (starting one costs seconds); the fake runs as a
+real server on 127.0.0.1 that the workers reach through
+:func:`tests.dask_support.session_factory`. Deselect with ``-m 'not cluster'``.
+"""
+
+from __future__ import annotations
+
+import collections
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import litfetch_df.dask  # noqa: E402, F401  (registers ddf.lit)
+from litfetch_df import HostLimit  # noqa: E402
+from tests.dask_support import session_factory, unpace_unknown_hosts  # noqa: E402
+from tests.fake_upstream import FakeUpstream  # noqa: E402
+from tests.fakes.limits import HostLimit as FakeLimit  # noqa: E402
+from tests.fakes.world import HOST_UNPAYWALL, World  # noqa: E402
+
+pytestmark = [pytest.mark.cluster, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+CONTACT = "dask-test@example.org"
+UNPAYWALL_RATE = 8.0
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=2,
+            processes=True,
+            dashboard_address=None,
+            local_directory=scratch,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        client.run(unpace_unknown_hosts)
+        yield client
+
+
+@pytest.fixture
+def world(fake: FakeUpstream) -> World:
+    world = World.from_corpus(24, seed=7)
+    world.install(fake, limits={HOST_UNPAYWALL: FakeLimit(per_second=UNPAYWALL_RATE)})
+    return world
+
+
+def _table(world: World) -> pd.DataFrame:
+    # Every article twice, the copies in other partitions, one of them with its DOI shouted.
+    ids = [(a.pmid, a.doi) for a in world.articles]
+    rows = ids + [(p, d.upper() if d else d) for p, d in reversed(ids)]
+    frame = pd.DataFrame(rows, columns=["pmid", "doi"], dtype=object)
+    frame.index = pd.Index([f"row-{i:03d}" for i in range(len(frame))], name="label")
+    return frame
+
+
+def _sf(fake: FakeUpstream) -> Any:
+    return session_factory(fake.port, {HOST_UNPAYWALL: HostLimit(rate=UNPAYWALL_RATE)})
+
+
+@pytest.mark.parametrize("method", ["run", "fetch_bodies", "related", "files"])
+def test_each_partition_equals_the_pandas_accessor(
+    client: Any, fake: FakeUpstream, world: World, method: str
+) -> None:
+    ddf = dd.from_pandas(_table(world), npartitions=3, sort=False)
+    lazy = getattr(ddf.lit, method)(session_factory=_sf(fake), contact=CONTACT)
+    got = lazy.compute()
+    assert list(got.dtypes) == list(lazy._meta.dtypes)  # meta tells the truth
+    for i in range(ddf.npartitions):
+        rows = ddf.partitions[i].compute()
+        expected = getattr(rows.lit, method)(session=_sf(fake)(contact=CONTACT))
+        mine = got[got.index.isin(rows.index)]
+        pd.testing.assert_frame_equal(mine, expected)
+    # The input's order (the long file-set leaves out rows without files).
+    position = {label: i for i, label in enumerate(ddf.index.compute())}
+    places = [position[label] for label in got.index]
+    assert places == sorted(places)
+    if method != "files":
+        assert len(places) == len(position)
+
+
+def _repeated(fake: FakeUpstream) -> dict[tuple[str, str, str, bytes], int]:
+    seen = collections.Counter(
+        (r.method, r.host, r.path + "?" + repr(sorted(r.query.items())), r.body)
+        for r in fake.requests()
+    )
+    return {k: n for k, n in seen.items() if n > 1}
+
+
+def test_duplicates_across_partitions_are_fetched_once(
+    client: Any, fake: FakeUpstream, world: World
+) -> None:
+    table = _table(world)
+    ddf = dd.from_pandas(table, npartitions=4, sort=False)
+    got = ddf.lit.fetch_bodies(session_factory=_sf(fake), contact=CONTACT).compute()
+    assert got["body_source"].notna().sum() > 0
+    assert not _repeated(fake)  # no request went out twice, whichever worker sent it
+    bodies = [r for r in fake.requests() if r.path.endswith(("fullTextXML", ".xml"))]
+    assert bodies  # and the per-article requests were made
+
+
+def _most_in_a_second(times: list[float]) -> int:
+    times = sorted(times)
+    most, start = 0, 0
+    for end, at in enumerate(times):
+        while at - times[start] >= 1.0:
+            start += 1
+        most = max(most, end - start + 1)
+    return most
+
+
+def test_the_cluster_keeps_one_budget_per_host(
+    client: Any, fake: FakeUpstream, world: World
+) -> None:
+    dois = pd.DataFrame({"doi": [a.doi for a in world.articles if a.doi]})
+    ddf = dd.from_pandas(dois, npartitions=4)
+    got = ddf.lit.licences(session_factory=_sf(fake), contact=CONTACT).compute()
+    arrivals = [r.at for r in fake.requests(HOST_UNPAYWALL)]  # the fake's own clock
+    assert len(arrivals) == len(dois)  # every DOI asked once, nothing retried
+    assert world.throttled[HOST_UNPAYWALL] == 0  # the fake's verdict: never over its limit
+    # Allow the one request the fake's jitter tolerance forgives at a window's edge.
+    assert _most_in_a_second(arrivals) <= UNPAYWALL_RATE + 1
+    assert got["licence_error"].isna().all()
+
+
+def test_without_the_coordinator_the_workers_overrun_the_host(
+    client: Any, fake: FakeUpstream, world: World
+) -> None:
+    # The control for the test above: each worker's sessions pace alone, and together
+    # they go faster than the host allows.
+    dois = pd.DataFrame({"doi": [a.doi for a in world.articles if a.doi]})
+    ddf = dd.from_pandas(dois, npartitions=4)
+    ddf.lit.licences(session_factory=_sf(fake), contact=CONTACT, coordinator=None).compute()
+    assert world.throttled[HOST_UNPAYWALL] > 0
