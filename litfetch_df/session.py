@@ -117,8 +117,8 @@ class _Shared:
     primed: dict[str, _Primed] = field(default_factory=dict)
     # What one attempt may cost and where its redirects may go (see litfetch_df._transfer).
     bounds: Bounds = field(default_factory=Bounds)
-    # Small JSON answers the units got, shared by later calls on the same table (_memo.py).
-    memo: AnswerMemo = field(default_factory=AnswerMemo)
+    # Small JSON answers the scopes got, shared by later scopes (_memo.py); None: off.
+    memo: AnswerMemo | None = None
 
 
 class _Default:
@@ -210,10 +210,12 @@ class Session:
     unless ``allow_insecure_redirects`` / ``allow_private_redirects``. See
     docs/adr/0010-request-bounds-and-redirects.md.
 
-    A scope keeps the small JSON answers (200 or 404) it gets to a GET in the
-    session's ``memo`` (an :class:`~litfetch_df._memo.AnswerMemo`, 32 MiB by
-    default), so a record several steps read is asked for once in the
-    session's life; sessions given one memo share their answers.
+    With a ``memo`` (an :class:`~litfetch_df._memo.AnswerMemo`; see
+    :meth:`keep_answers`), a scope keeps the small JSON answers (200 or 404)
+    it gets to a GET there, and later scopes are served from it, so a record
+    several steps read is asked for once in the session's life; sessions given
+    one memo share their answers. The ``.lit`` calls turn it on for the
+    sessions they use; without it each scope's cache is its own.
     """
 
     def __init__(
@@ -259,7 +261,7 @@ class Session:
             host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
             limiter_factory=limiter_factory if limiter_factory is not None else HostLimiter,
             bounds=bounds,
-            memo=memo if memo is not None else AnswerMemo(),
+            memo=memo,
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -466,7 +468,7 @@ class Session:
         primed = shared.primed.get(key)
         if primed is not None and primed.response is not None:
             return primed.response
-        kept = shared.memo.load(key)
+        kept = shared.memo.load(key) if shared.memo is not None else None
         if kept is not None:
             return kept
         if shared.store is not None and not shared.refresh:
@@ -474,9 +476,22 @@ class Session:
         return None
 
     @property
-    def memo(self) -> AnswerMemo:
-        """The small answers this session's scopes keep in memory (see :mod:`litfetch_df._memo`)."""
+    def memo(self) -> AnswerMemo | None:
+        """The small answers this session's scopes share (see :meth:`keep_answers`), if on."""
         return self._shared.memo
+
+    def keep_answers(self, memo: AnswerMemo | None = None) -> AnswerMemo:
+        """Turn the answer memo on for this session and its scopes; return the memo in use.
+
+        ``memo`` shares another session's answers; without it a session that
+        has no memo gets a new one, and one that has keeps it.
+        """
+        shared = self._shared
+        if memo is not None:
+            shared.memo = memo
+        elif shared.memo is None:
+            shared.memo = AnswerMemo()
+        return shared.memo
 
     @property
     def primed_count(self) -> int:
@@ -639,14 +654,13 @@ class Session:
         primed = shared.primed.get(key)
         # Only a unit's scope shares its answers: a caller of the session itself (or a
         # test of pacing) asking the same thing twice means it.
-        sharing = self._parent is not None and method == "GET"
+        memo = shared.memo if self._parent is not None and method == "GET" else None
         if primed is not None and primed.response is not None:
-            if sharing and shared.memo.load(key) is None:
-                shown = replace(primed.response, url=primed.shown_url())
-                shared.memo.offer(key, shown)
+            if memo is not None and memo.load(key) is None:
+                memo.offer(key, replace(primed.response, url=primed.shown_url()))
             return _Replayed(primed.response, method, primed.shown_url)
-        if sharing:
-            kept = shared.memo.load(key)
+        if memo is not None:
+            kept = memo.load(key)
             if kept is not None:
                 return _Replayed(kept, method)
         store = shared.store
@@ -668,7 +682,7 @@ class Session:
             self._note_failure(reason)
             raise NotInCache(reason)
         response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
-        if _cacheable(response.status_code, rate) and (store is not None or sharing):
+        if _cacheable(response.status_code, rate) and (store is not None or memo is not None):
             entry = CachedResponse(
                 status_code=response.status_code,
                 headers=tuple(
@@ -679,8 +693,8 @@ class Session:
                 content=response.content,
                 url=redact_url(response.url),
             )
-            if sharing:
-                shared.memo.offer(key, entry)
+            if memo is not None:
+                memo.offer(key, entry)
             if store is not None:
                 try:
                     store.save(key, entry, secrets=_secrets_of(params, headers))

@@ -113,18 +113,28 @@ async def test_a_given_session_keeps_its_own_memo(world: World, fake: FakeUpstre
     assert len(asked) == len(set(asked)) == frame["doi"].str.lower().nunique()
 
 
-async def test_a_session_asked_directly_does_not_share(fake: FakeUpstream) -> None:
-    # Only the units' scopes share answers: a caller asking the session twice means it.
+async def test_a_session_shares_only_when_its_memo_is_on(fake: FakeUpstream) -> None:
     fake.route(HOST_UNPAYWALL, "/v2/10.1/x", FakeResponse(200, {"doi": "10.1/x"}))
     url = f"https://{HOST_UNPAYWALL}/v2/10.1/x"
+
+    async def two_scopes(session: Session) -> None:
+        for _ in range(2):
+            async with session.scope() as scope:
+                await scope.get(url)
+
+    # Off (a Session used on its own): each scope's cache is its own.
     async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as session:
+        assert session.memo is None
+        await two_scopes(session)
+    assert fake.count(HOST_UNPAYWALL) == 2
+
+    # On: a later scope is served from the memo; the session asked directly is not.
+    fake.reset_log()
+    async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as session:
+        memo = session.keep_answers()
+        assert session.keep_answers() is memo  # idempotent
+        await two_scopes(session)
+        assert fake.count(HOST_UNPAYWALL) == 1 and len(memo) == 1
         await session.get(url)
         await session.get(url)
-        assert fake.count(HOST_UNPAYWALL) == 2
-        # A scope keeps the answer, and a later scope is served from the memo.
-        async with session.scope() as scope:
-            await scope.get(url)
-        async with session.scope() as scope:
-            await scope.get(url)
-        assert fake.count(HOST_UNPAYWALL) == 3
-        assert len(session.memo) == 1
+    assert fake.count(HOST_UNPAYWALL) == 3

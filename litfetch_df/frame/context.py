@@ -11,7 +11,8 @@ The calls on one table share what they fetched: a session the call opens
 for itself takes the answer memo (:mod:`litfetch_df._memo`) of the call that
 made its frame, found by a token in ``df.attrs``, so ``df.lit.list_files()
 .lit.licences()`` asks for an Unpaywall record once. The last few tables'
-memos are kept; a session the caller gives keeps its own.
+memos are kept; a session the caller gives gets a memo of its own (kept for
+its whole life).
 """
 
 from __future__ import annotations
@@ -191,6 +192,8 @@ async def call_context(
     stays = session.offline or bool(getattr(session, "demo_world_session", False))
     if inherited is not None and made_offline and not stays:
         warn_going_online(inherited, method)
+    if memo is None:
+        session.keep_answers()  # the caller's session: its own memo, for its whole life
     ctx = CallContext(session, options, explicit, of_session(session), token)
     if given is None:
         async with session:
