@@ -458,22 +458,30 @@ class Session:
 
         Held: a primed response (see :meth:`prime`; a primed *failure* is not an
         answer), else an answer kept in the :attr:`memo`, else the persistent
-        cache's entry (unless the session refreshes). Nothing is sent, paced
-        or recorded in :attr:`failures`, so a caller that must cost no request
-        can read what a bulk lookup or an earlier run already fetched
-        (:class:`~litfetch_df._store.HeldAnswers`).
+        cache's entry (unless the session refreshes). Nothing is sent or
+        paced, so a caller that must cost no request can read what a bulk
+        lookup or an earlier run already fetched
+        (:class:`~litfetch_df._store.HeldAnswers`). Only a request primed as
+        a failure, with nothing else holding its answer, is recorded in
+        :attr:`failures`: the lookup that would have answered it was given up,
+        so what the caller reads is incomplete, not "nothing known".
         """
         key = request_key("GET", url, params, headers, False, None)
         shared = self._shared
         primed = shared.primed.get(key)
         if primed is not None and primed.response is not None:
+            memo = shared.memo if self._parent is not None else None
+            if memo is not None and memo.load(key) is None:
+                # Read by a unit as a get() would: a later call (a re-run) holds it too.
+                memo.offer(key, replace(primed.response, url=primed.shown_url()))
             return primed.response
         kept = shared.memo.load(key) if shared.memo is not None else None
         if kept is not None:
             return kept
-        if shared.store is not None and not shared.refresh:
-            return shared.store.load(key)
-        return None
+        stored = shared.store.load(key) if shared.store is not None and not shared.refresh else None
+        if stored is None and primed is not None and primed.failure is not None:
+            self._note_failure(primed.failure)
+        return stored
 
     @property
     def memo(self) -> AnswerMemo | None:

@@ -26,6 +26,7 @@ from benchmarks.client import CREDENTIALS, WORLD_KEYS
 from benchmarks.corpus import Corpus, generate
 from litfetch_df import Session
 from litfetch_df.frame import onepass
+from litfetch_df.frame.outcome import is_partial
 from litfetch_df.frame.pipeline import is_abandoned
 from litfetch_df.sources.crossref_batch import CROSSREF_BATCH_CAP
 from litfetch_df.sources.semantic_scholar_batch import S2_BATCH_CAP
@@ -278,7 +279,18 @@ async def test_abandoned_rows_and_the_rerun_match_the_chain_and_retry_only_them(
     retried = licence_abandoned | files_abandoned
     # Finished rows keep their values; the retried ones got theirs.
     pd.testing.assert_frame_equal(again[~retried], got[~retried])
-    assert again.loc[licence_abandoned, "licence_basis"].eq("unpaywall").all()
+    # Rows that found nothing get the licence from Unpaywall; rows whose body bytes gave
+    # the licence while Unpaywall was given up were partial, and get the access now.
+    licence_partial = got["licence_error"].map(is_partial)
+    assert licence_partial.any()
+    assert all(
+        e.startswith("partial: api.unpaywall.org abandoned: HTTP 503 from api.unpaywall.org")
+        for e in got.loc[licence_partial, "licence_error"]
+    )
+    assert got.loc[licence_partial, "licence"].notna().all()
+    lost = licence_abandoned & ~licence_partial
+    assert again.loc[lost, "licence_basis"].eq("unpaywall").all()
+    assert again.loc[licence_partial, "access"].notna().all()
     # Only what was abandoned went out again: no resolution, no body, once per record.
     hosts = {r.host for r in seen}
     assert not hosts & {HOST_NCBI, HOST_EBI, HOST_OPENALEX}

@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Final
 
 from ..._http import Http
 from ...files import Blob
-from ...ids import ArticleIds
 from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
@@ -142,10 +141,7 @@ class BodiesStep(UnitStep):
         written = await asyncio.to_thread(self.out.write, path, blob.content)
         if isinstance(kept, Written) and Path(kept.path) != written:
             # The lower rung's body had another name (another type): it is replaced, not kept.
-            with contextlib.suppress(OSError, ValueError):
-                old = Path(kept.path)
-                old.relative_to(self.out.root)  # only a file of this out_dir
-                old.unlink()
+            await asyncio.to_thread(_remove, Path(kept.path), self.out.root)
         job.scratch[WRITTEN_PATH] = str(written)
         job.scratch[WRITTEN_BLOB] = blob
         return Partial(
@@ -191,3 +187,10 @@ def _kept(before: Mapping[str, object]) -> Blob | Written | None:
             int(size) if isinstance(size, int) else Path(path).stat().st_size,
         )
     return None
+
+
+def _remove(path: Path, root: Path) -> None:
+    """Remove ``path`` if it is a file under ``root`` (a body this step wrote before)."""
+    with contextlib.suppress(OSError, ValueError):
+        path.relative_to(root)
+        path.unlink()

@@ -25,9 +25,10 @@ from ...metadata import SourceMetadata
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
-from ..outcome import Partial, given_up_in, is_partial
+from ..errors import untagged
 from ..licence_family import licence_family
 from ..oa_status import service_oa_status
+from ..outcome import GivenUp, Partial, given_up_in, is_abandoned, is_partial
 from ..plan import Plan
 from ..table import text
 from .bodies import BODY_COLUMNS, WRITTEN_BLOB, WRITTEN_PATH
@@ -191,8 +192,8 @@ class LicencesStep(UnitStep):
 
     def token(self, cells: Mapping[str, object]) -> Hashable:
         """Rows of one bundle share the work when they hold the same body."""
-        held = _held_body(cells.get("body"), cells.get("body_path"))[0]
-        return held, given_up_in(cells.get("body_error")) if held is not None else ()
+        error = cells.get("body_error")  # partial or abandoned bodies make partial terms
+        return _held_body(cells.get("body"), cells.get("body_path"))[0], error
 
     async def work(self, http: Http, job: Job) -> SourceMetadata | Partial[SourceMetadata]:
         """The terms for the rows holding this body."""
@@ -204,9 +205,13 @@ class LicencesStep(UnitStep):
         item = LicenceInput(job.ids, held, text(media), text(source))
         meta = await licence_work(http, item, self.credentials)
         body_error = job.cells.get("body_error")
+        # Not complete: the unit's own requests given up count as well.
         if held is not None and is_partial(body_error):
-            # Not complete: the unit's own requests given up count as well.
             return Partial(meta, given_up_in(body_error), complete=False)
+        if held is None and is_abandoned(body_error):
+            # Read without the body its row should hold: the body's terms may differ.
+            lost = untagged(str(body_error)).removeprefix("abandoned: ")
+            return Partial(meta, (GivenUp("body", lost),), complete=False)
         return meta
 
     def cells(self, value: Any) -> Mapping[str, object]:
