@@ -1,0 +1,203 @@
+"""Every step knows what it did not get (issue 14 item 1).
+
+A source given up after its retries while another answered leaves the row
+*partial*: it keeps what was found, its error column says ``partial:
+<source> abandoned: <reason>``, a re-run asks only what was given up and
+merges, and ``summary()`` counts it. Against the synthetic world
+(``tests/fakes/world.py``); an outage route makes one host fail while on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import httpx
+import pandas as pd
+import pytest
+
+import litfetch_df  # noqa: F401  (registers the .lit accessor)
+from benchmarks.client import CREDENTIALS, WORLD_KEYS
+from benchmarks.corpus import Corpus, generate
+from litfetch_df import ArticleIds, File, FileKind, Session
+from litfetch_df.frame.outcome import given_up_in, is_abandoned, is_partial
+from litfetch_df.operations.fileset import list_files_tried, merge_listings
+from litfetch_df.operations.tried import Answer
+from tests.conftest import FAST_RETRY
+from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
+from tests.fakes.world import HOST_EBI, HOST_S3, HOST_UNPAYWALL, World
+from tests.test_fileset import StubSource
+
+CONTACT = "me@lab.example"
+
+
+class Outage:
+    """Answer ``status`` to every request a route sees while ``on`` (else fall through)."""
+
+    def __init__(self, status: int = 503) -> None:
+        self.status = status
+        self.on = True
+
+    def __call__(self, req: FakeRequest) -> FakeResponse | None:
+        return FakeResponse(self.status, "upstream down") if self.on else None
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    return generate(60, seed=3)
+
+
+@pytest.fixture
+def world(fake: FakeUpstream, corpus: Corpus) -> World:
+    w = World(corpus.articles, keys=WORLD_KEYS)
+    w.install(fake)
+    return w
+
+
+def config(fake: FakeUpstream) -> dict[str, Any]:
+    session = Session(client_factory=fake.client_factory(), retry=FAST_RETRY, contact=CONTACT)
+    return {"session": session, "progress": False, "credentials": dict(CREDENTIALS)}
+
+
+# -- the file-set ----------------------------------------------------------------------------------
+
+
+async def test_a_given_up_file_source_leaves_a_partial_row_and_a_rerun_asks_only_it(
+    world: World, fake: FakeUpstream, corpus: Corpus
+) -> None:
+    clean = await corpus.frame.lit.list_files_async(**config(fake))
+    outage = Outage(500)
+    fake.route(HOST_UNPAYWALL, r"/v2/.+", outage)
+    got = await corpus.frame.lit.list_files_async(**config(fake))
+
+    partial = got["files_error"].map(is_partial)
+    assert partial.sum() >= 3
+    for i in got.index[partial]:
+        error = got.at[i, "files_error"]
+        assert error.startswith(
+            "partial: unpaywall abandoned: HTTP 500 from api.unpaywall.org after retries ["
+        ), error
+        assert [g.source for g in given_up_in(error)] == ["unpaywall"]
+        # What the other sources found is kept: every file not only Unpaywall's.
+        kept = {f.uri for f in got.at[i, "files"]}
+        assert kept == {f.uri for f in clean.at[i, "files"] if f.listed_by != ("unpaywall",)}
+    assert got["files_error"].map(is_abandoned).sum() >= partial.sum()
+    summary = got.lit.summary()
+    assert summary.loc[("partial", "files"), "count"] == partial.sum()
+
+    outage.on = False
+    fake.reset_log()
+    again = await got.lit.list_files_async(**config(fake))
+    # Only the retried rows (partial ones, and the abandoned that found nothing at all);
+    # of the partial ones, only the given-up source: the PMC bucket lists every PMC
+    # article's files, so no PMC article is abandoned, and none is asked again.
+    retried = got["files_error"].map(is_abandoned)
+    asked = {unquote(r.path.removeprefix("/v2/")).lower() for r in fake.requests(HOST_UNPAYWALL)}
+    assert asked == set(got.loc[retried, "doi"].str.lower())
+    assert got.loc[partial, "pmcid"].notna().any()
+    assert not fake.requests(HOST_S3)
+    pd.testing.assert_frame_equal(again, clean)
+
+
+async def test_list_files_tried_merges_as_a_call_asking_every_source() -> None:
+    def pdf(name: str, source: str) -> File:
+        return File(FileKind.BODY, source, uri=f"https://files.example/{name}")
+
+    a = StubSource("a", (pdf("u1", "a"), pdf("u2", "a")))
+    b = StubSource("b", (pdf("u2", "b"), pdf("u3", "b")))
+    c = StubSource("c", (pdf("u1", "c"), pdf("u4", "c")))
+    ids = ArticleIds(doi="10.1000/x")
+    full = await list_files_tried(object(), ids, sources=(a, b, c))  # type: ignore[arg-type]
+    assert [t.answer for t in full.tried] == [Answer.HIT] * 3
+    for lost in (a, b, c):
+        others = [s.files for s in (a, b, c) if s is not lost]
+        known = merge_listings(others)
+        again = await list_files_tried(
+            object(),  # type: ignore[arg-type]
+            ids,
+            sources=(a, b, c),
+            only={lost.name},
+            known=known,
+        )
+        assert again.files == full.files
+        assert [t.source for t in again.tried] == [lost.name]
+    # Given up again, a source keeps the files the row already held from it.
+    failing = StubSource("b", error=httpx.ConnectError("down"))
+    kept = await list_files_tried(
+        object(),  # type: ignore[arg-type]
+        ids,
+        sources=(a, failing, c),
+        only={"b"},
+        known=full.files,
+    )
+    assert kept.files == full.files and kept.given_up[0].source == "b"
+
+
+# -- bodies ---------------------------------------------------------------------------------------
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+async def test_a_body_served_below_a_given_up_rung_is_partial_and_a_rerun_upgrades_it(
+    world: World, fake: FakeUpstream, corpus: Corpus, tmp_path: Path
+) -> None:
+    clean = await corpus.frame.lit.run_async(
+        ("resolve", "bodies", "licences"), out_dir=tmp_path / "clean", **config(fake)
+    )
+    outage = Outage(503)
+    # The bucket's objects fail; its listings answer, so the rung is reached and given up.
+    fake.route(HOST_S3, r"/PMC[^/]+/PMC[^/]+\.xml", outage)
+    out = tmp_path / "faulted"
+    got = await corpus.frame.lit.run_async(
+        ("resolve", "bodies", "licences"), out_dir=out, **config(fake)
+    )
+    partial = got["body_error"].map(is_partial)
+    assert partial.sum() >= 3
+    for i in got.index[partial]:
+        error = got.at[i, "body_error"]
+        assert error.startswith(
+            f"partial: pmc_oa_s3 abandoned: HTTP 503 from {HOST_S3} after retries [pmid "
+        ) or error.startswith(f"partial: pmc_oa_s3 abandoned: HTTP 503 from {HOST_S3}"), error
+        assert clean.at[i, "body_source"] == "pmc_oa_s3"
+        assert got.at[i, "body_source"] == "europe_pmc"  # the lower rung's body, kept
+        assert Path(got.at[i, "body_path"]).is_file()
+        # Terms read from that body are partial as the body is.
+        assert got.at[i, "licence_error"].startswith("partial: pmc_oa_s3 abandoned: ")
+    assert got.lit.summary().loc[("partial", "body"), "count"] == partial.sum()
+
+    outage.on = False
+    fake.reset_log()
+    again = await got.lit.run_async(("resolve", "bodies", "licences"), out_dir=out, **config(fake))
+    # Only the rungs above the one that served were asked: never Europe PMC's full text.
+    assert not [r for r in fake.requests(HOST_EBI) if "fullTextXML" in r.path]
+    assert not again["body_error"].map(is_abandoned).any()
+    assert (again.loc[partial, "body_source"] == "pmc_oa_s3").all()
+    for column in ("body_source", "body_size", "licence", "access", "licence_error"):
+        pd.testing.assert_series_equal(again[column], clean[column])
+    assert tree(out) == tree(tmp_path / "clean")
+
+
+# -- the session -----------------------------------------------------------------------------------
+
+
+async def test_a_held_answer_whose_lookup_was_given_up_counts_as_a_failure(
+    fake: FakeUpstream,
+) -> None:
+    async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as session:
+        url = "https://api.example.org/record/1"
+        key = session.prime("GET", url, failure="HTTP 503 from api.example.org (batch)")
+        async with session.scope() as scope:
+            assert await scope.held(url) is None
+            assert scope.failures == ("HTTP 503 from api.example.org (batch)",)
+        session.unprime([key])
+        async with session.scope() as scope:
+            assert await scope.held(url) is None
+            assert scope.failures == ()  # nothing held, nothing lost: not a failure
