@@ -27,6 +27,8 @@ from lxml import etree
 
 from litfetch_df._xml import XmlError, local_name, parse_xml
 
+from .parquet import arrow_to_pandas_quietly
+
 __all__ = [
     "CORE_COLUMNS",
     "PUBMED_FORMATS",
@@ -246,7 +248,9 @@ def read_table(
     if kind in _PUBMED_SUFFIXES:
         return read_pubmed(p, encoding=encoding, **kw)
     if kind == ".parquet":
-        return _all_string(pd.read_parquet(p, **kw))
+        with arrow_to_pandas_quietly():
+            table = pd.read_parquet(p, **kw)
+        return _all_string(table)
     options: dict[str, Any] = {
         "sep": _DELIMITED[kind],
         "dtype": "string",
