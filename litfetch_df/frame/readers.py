@@ -23,9 +23,8 @@ from typing import IO, Any, Final, Literal
 
 import pandas as pd
 
-from .pubmed_records import CORE_COLUMNS, TAG_LINE, read_medline, read_pubmed_xml
-
 from .parquet import arrow_to_pandas_quietly
+from .pubmed_records import CORE_COLUMNS, TAG_LINE, read_medline, read_pubmed_xml
 
 __all__ = [
     "CORE_COLUMNS",
