@@ -226,6 +226,7 @@ class Session:
             bounds=bounds,
         )
         self._parent: Session | None = None
+        self._keeps_answers = True
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
         self._failures: list[str] = []
 
@@ -236,7 +237,7 @@ class Session:
         if self._parent is not None:
             if not shared.is_open:
                 raise RuntimeError("enter the parent Session (async with) before one of its scopes")
-            self._cache = {}
+            self._cache = {} if self._keeps_answers else None
             self._failures = []
             return self
         if shared.is_open:
@@ -251,7 +252,7 @@ class Session:
         tb: TracebackType | None,
     ) -> None:
         if self._parent is not None:
-            self._cache = {}
+            self._cache = {} if self._keeps_answers else None
             return
         shared = self._shared
         client, shared.client = shared.client, None
@@ -263,15 +264,20 @@ class Session:
             if callable(close):
                 close()
 
-    def scope(self) -> Session:
+    def scope(self, *, keep_answers: bool = True) -> Session:
         """Return a child session sharing this one's client, pacing and contact.
 
-        The child owns a response cache that lives while it is entered (``async with``).
+        The child owns a response cache that lives while it is entered (``async
+        with``), so a second ask of one request inside it costs nothing;
+        ``keep_answers=False`` gives a scope without one (for work that never
+        asks twice and would otherwise keep every answer to its end), which
+        still records its :attr:`failures`.
         """
         child = Session.__new__(Session)
         child._shared = self._shared
         child._parent = self
-        child._cache = {}
+        child._keeps_answers = keep_answers
+        child._cache = {} if keep_answers else None
         child._failures = []
         return child
 

@@ -211,16 +211,19 @@ class _Exchange:
 
 @dataclass
 class _Witness:
-    """Forwards a bulk lookup's requests to a session scope and keeps every exchange.
+    """Forwards a bulk lookup's requests to a session scope and notes what each answered.
 
     The bulk lookups report a chunk that was answered but unusable (a 400, a
     misaligned body) the same way as an answer that lacks an article; the
     exchanges let :func:`prime` tell the two apart and prime absence only for
-    articles a well-formed answer covered.
+    articles a well-formed answer covered. Each exchange is read (``keys_of``)
+    as it happens and then let go: a lookup of 20,000 articles must not keep
+    200 whole answers until its end.
     """
 
     http: Session
-    exchanges: list[_Exchange] = field(default_factory=list, repr=False)
+    keys_of: Callable[[_Exchange], Iterable[str]]
+    found: set[str] = field(default_factory=set, repr=False)
 
     @property
     def contact(self) -> str | None:
@@ -236,11 +239,11 @@ class _Witness:
         rate: Rate = Rate.DEFAULT,
         follow_redirects: bool = False,
     ) -> httpx.Response:
-        """Issue the GET through the session and remember its answer."""
+        """Issue the GET through the session and note which keys its answer covered."""
         response = await self.http.get(
             url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
         )
-        self.exchanges.append(_Exchange(url, dict(params or {}), None, response))
+        self.found.update(self.keys_of(_Exchange(url, dict(params or {}), None, response)))
         return response
 
     async def post(
@@ -252,17 +255,14 @@ class _Witness:
         headers: Mapping[str, str] | None = None,
         rate: Rate = Rate.DEFAULT,
     ) -> httpx.Response:
-        """Issue the POST through the session and remember its answer."""
+        """Issue the POST through the session and note which keys its answer covered."""
         response = await self.http.post(url, json=json, params=params, headers=headers, rate=rate)
-        self.exchanges.append(_Exchange(url, dict(params or {}), json, response))
+        self.found.update(self.keys_of(_Exchange(url, dict(params or {}), json, response)))
         return response
 
-    def covered(self, keys_of: Callable[[_Exchange], Iterable[str]]) -> frozenset[str]:
-        """Return the keys every exchange answered well (``keys_of`` reads one exchange)."""
-        found: set[str] = set()
-        for exchange in self.exchanges:
-            found.update(keys_of(exchange))
-        return frozenset(found)
+    def covered(self) -> frozenset[str]:
+        """Return the keys the exchanges so far answered well."""
+        return frozenset(self.found)
 
 
 def _body(response: httpx.Response) -> Any:
@@ -390,12 +390,14 @@ async def _look_up(
     covered: Callable[[_Exchange], Iterable[str]],
     what: str,
 ) -> _Lookup:
-    async with session.scope() as scope:
-        witness = _Witness(scope)
+    # A scope for its failures only: a lookup never asks one thing twice, and a scope that
+    # kept its answers would hold every chunk's body until the lookup ends.
+    async with session.scope(keep_answers=False) as scope:
+        witness = _Witness(scope, covered)
         result = await run(witness)
         failures = scope.failures
     reason = f"{failures[0] if failures else 'no answer after retries'} ({what})"
-    return _Lookup(result, witness.covered(covered), reason)
+    return _Lookup(result, witness.covered(), reason)
 
 
 async def _prime_s2(
