@@ -568,7 +568,7 @@ class Session:
         The persistent cache is read (an answer an earlier in-memory fetch
         stored is written out from it, and an offline session answers only from
         it) but a streamed body is never stored in it: storing would mean
-        holding it whole. See docs/adr/0011-streamed-downloads.md.
+        holding it whole. See docs/adr/0013-streamed-downloads.md.
         """
         target = Path(path)
         key = request_key("GET", url, None, None, follow_redirects, None)
