@@ -60,7 +60,19 @@ from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.fakes.faults import FaultPlan  # noqa: E402
 from tests.fakes.world import World  # noqa: E402
 
-ALL_SCENARIOS = ("resolve", "bodies", "pipeline", "warm", "chained", "memory", "licence")
+ALL_SCENARIOS = (
+    "resolve",
+    "bodies",
+    "pipeline",
+    "warm",
+    "warm-subset",
+    "warm-extended",
+    "chained",
+    "memory",
+    "licence",
+)
+WARM_SCENARIOS = ("warm", "warm-subset", "warm-extended")
+"""Scenarios that run over a cache already filled: no ideal request count, no bound."""
 EXTRA_SCENARIOS = ("worlds", "faults")
 """Scenarios that run only when named (``all`` leaves them out)."""
 # Which steps a scenario's headline figures cover (the rest is preparation).
@@ -72,6 +84,8 @@ HEADLINE = {
     "bodies": ("bodies",),
     "pipeline": ("run",),
     "warm": ("run",),
+    "warm-subset": ("run",),
+    "warm-extended": ("run",),
     "chained": ("resolve", "bodies", "files", "licences"),
     "memory": ("run",),
 }
@@ -140,8 +154,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
             else:
                 known = ", ".join(ALL_SCENARIOS + EXTRA_SCENARIOS)
                 p.error(f"unknown scenario {name!r}; choose from {known}")
-    if "warm" in chosen and "pipeline" not in chosen:
-        chosen.insert(chosen.index("warm"), "pipeline")  # warm replays pipeline's cache
+    warm = [name for name in chosen if name in ("warm", "warm-subset")]
+    if warm and "pipeline" not in chosen:
+        chosen.insert(chosen.index(warm[0]), "pipeline")  # warm replays pipeline's cache
     args.scenarios = list(dict.fromkeys(chosen))
     if not 0.0 <= args.faults < 1.0:
         p.error("--faults must be in [0, 1)")
@@ -286,8 +301,10 @@ def run_requests_scenario(
     bound_limits = _bound_limits(world)
     extra: dict[str, str] = {}
     out_dir: Path | None = None
-    if name in ("pipeline", "warm"):
+    if name in ("pipeline", "warm", "warm-subset"):
         extra["cache"] = str(cache_dir)
+    if name == "warm-extended":
+        extra["cache"] = str(cache_dir / "extended")  # its own cold run fills it first
     if name == "chained":
         extra["cache"] = str(cache_dir / "chained")  # cold, like pipeline: its own cache
     if name == "memory":
@@ -308,7 +325,7 @@ def run_requests_scenario(
             continue
         windows.append(window)
         marginal = _phase_ideal(corpus, name, step, credentials=credentials)
-        ideal = {} if name == "warm" else dict(marginal)
+        ideal = {} if name in WARM_SCENARIOS else dict(marginal)
         bound, _ = lower_bound(
             ideal, latency=args.latency, concurrency=args.concurrency, **bound_limits
         )
@@ -325,7 +342,11 @@ def run_requests_scenario(
         )
     headline = [p for p in phases if p.step in HEADLINE[name]]
     steps = [s for phase in HEADLINE[name] for s in model_steps(phase)]
-    ideal = {} if name == "warm" else dict(ideal_requests(corpus, steps, credentials=credentials))
+    ideal = (
+        {}
+        if name in WARM_SCENARIOS
+        else dict(ideal_requests(corpus, steps, credentials=credentials))
+    )
     bound, terms = lower_bound(
         ideal, latency=args.latency, concurrency=args.concurrency, **bound_limits
     )

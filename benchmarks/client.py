@@ -63,6 +63,8 @@ SCENARIO_STEPS: dict[str, tuple[str, ...]] = {
     "bodies": ("resolve", "bodies"),
     "pipeline": ("run",),
     "warm": ("run",),
+    "warm-subset": ("run",),
+    "warm-extended": ("run",),
     "chained": PIPELINE_STEPS,
     "memory": ("run",),
 }
@@ -212,6 +214,13 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.credentials:
         common["credentials"] = dict(CREDENTIALS)
+    if args.scenario == "warm-subset":
+        # Half the rows, reversed: other batches than the cold run's, the same ids.
+        frame = frame.iloc[::-2]
+    if args.scenario == "warm-extended":
+        # A cold run on the first three quarters (unmarked: not counted), then the whole
+        # frame: only the last quarter's ids are new.
+        frame.head(len(frame) * 3 // 4).lit.run(steps=PIPELINE_STEPS, **common)
     phases = []
     started = time.perf_counter()
     for step in SCENARIO_STEPS[args.scenario]:

@@ -5,15 +5,42 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .ids import ArticleIds
 
-__all__ = ["Related", "RelationType", "SourceMetadata", "is_open_licence_url"]
+__all__ = [
+    "OA_STATUSES",
+    "Related",
+    "RelationType",
+    "SourceMetadata",
+    "is_open_licence_url",
+    "normalise_oa_status",
+]
 
 _OPEN_URL = re.compile(
     r"^https?://(?:www\.)?creativecommons\.org/(?:licen[cs]es|publicdomain)/", re.IGNORECASE
 )
+
+
+OA_STATUSES: Final = ("gold", "hybrid", "bronze", "green", "closed")
+"""Every open-access status a service classification is normalised to."""
+
+_OA_ALIASES: Final = {"diamond": "gold"}
+
+
+def normalise_oa_status(raw: object) -> str | None:
+    """Return ``raw`` as one of :data:`OA_STATUSES`, or ``None`` when it is not a known status.
+
+    Case and surrounding blanks are ignored (Semantic Scholar writes
+    ``HYBRID``); ``diamond`` gives ``gold``. Anything else (``open-access``,
+    an unknown word, a non-string) gives ``None``.
+    """
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip().lower()
+    text = _OA_ALIASES.get(text, text)
+    return text if text in OA_STATUSES else None
 
 
 def is_open_licence_url(value: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import httpx
 
@@ -36,7 +37,7 @@ from ._http import (
     url_with_query,
 )
 from ._limiter import HostLimit, HostLimiter, HostParked, LimiterState, plan_for
-from ._store import CachedResponse, NotInCache, ResponseStore
+from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
 from ._transfer import (
     DEADLINE_PER_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
@@ -158,6 +159,25 @@ def request_key(
         ],
         separators=(",", ":"),
     )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+RECORD_FORMAT = 1
+"""Version of the per-id record entries (see :func:`record_key`); part of every record key,
+so a change of their encoding makes older entries misses instead of misreadings."""
+
+# A per-id record's stored "URL": what it is, never which id or credential.
+_RECORD_URL = "litfetch-record:"
+
+
+def record_key(kind: str, key: str) -> str:
+    """Return the cache key of a bulk lookup's per-id answer: a SHA-256 over its parts.
+
+    ``kind`` names the lookup (service and what shapes its answer), ``key`` the
+    id in the lookup's comparison form. The material differs in shape from
+    :func:`request_key`'s, so a record key never equals a request key.
+    """
+    material = jsonlib.dumps(["litfetch_df record", RECORD_FORMAT, kind, key])
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -415,10 +435,92 @@ class Session:
         for key in keys:
             primed.pop(key, None)
 
+    async def held(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CachedResponse | None:
+        """Return the answer this session holds for a GET without asking anyone, or ``None``.
+
+        Held: a primed response (see :meth:`prime`; a primed *failure* is not an
+        answer), else the persistent cache's entry (unless the session
+        refreshes). Nothing is sent, paced or recorded in :attr:`failures`,
+        so a caller that must cost no request can read what a bulk lookup or
+        an earlier run already fetched (:class:`~litfetch_df._store.HeldAnswers`).
+        """
+        key = request_key("GET", url, params, headers, False, None)
+        shared = self._shared
+        primed = shared.primed.get(key)
+        if primed is not None and primed.response is not None:
+            return primed.response
+        if shared.store is not None and not shared.refresh:
+            return shared.store.load(key)
+        return None
+
     @property
     def primed_count(self) -> int:
         """How many requests are currently answered from memory (see :meth:`prime`)."""
         return len(self._shared.primed)
+
+    # -- per-id records of bulk lookups ------------------------------------------------------
+
+    def recall_record(self, kind: str, key: str) -> Recalled | None:
+        """Return a bulk lookup's stored answer about one id, or ``None`` to ask it.
+
+        ``None`` without a persistent cache, with ``refresh=True``, or when no
+        live entry is stored (expired ones included). Offline, stored records
+        are served like stored responses. See :meth:`keep_record`.
+        """
+        shared = self._shared
+        if shared.store is None or shared.refresh:
+            return None
+        entry = shared.store.load(record_key(kind, key))
+        if entry is None or not entry.url.startswith(_RECORD_URL):
+            return None
+        try:
+            body = jsonlib.loads(entry.content)
+        except ValueError:
+            return None
+        if not isinstance(body, dict) or "record" not in body:
+            return None
+        return Recalled(body["record"])
+
+    def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
+        """Store what a bulk lookup's service said about one id (``None``: no such id).
+
+        ``value`` must be JSON-able. Kept only with a persistent cache, and never
+        when it holds one of ``secrets`` (the credentials the batch request
+        carried): a scrubbed record would answer differently from the real one.
+        A failure to store is logged, never raised.
+        """
+        store = self._shared.store
+        if store is None:
+            return
+        try:
+            text = jsonlib.dumps({"record": value}, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            log.warning("not caching a per-id answer that is not JSON")
+            return
+        if any(
+            form in text
+            for secret in secrets
+            if secret
+            for form in (secret, quote(secret, safe=""))
+        ):
+            log.debug("not caching a per-id answer that echoes a credential")
+            return
+        entry = CachedResponse(
+            status_code=200,
+            headers=(("content-type", "application/json"),),
+            content=text.encode(),
+            url=_RECORD_URL + kind,
+        )
+        try:
+            store.save(record_key(kind, key), entry, secrets=[s for s in secrets if s])
+        except Exception as exc:  # a cache must never fail the lookup it serves
+            log.warning("could not store a per-id answer in the cache: %s", type(exc).__name__)
 
     # -- requests ----------------------------------------------------------------------------
 

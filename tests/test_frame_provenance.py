@@ -19,7 +19,7 @@ import pytest
 
 import litfetch_df as lf
 from litfetch_df import demo
-from litfetch_df.frame.pipeline import _inherit
+from litfetch_df.frame.context import inherit as _inherit
 from litfetch_df.frame.provenance import ATTRS_KEY, Provenance, from_attrs
 from tests.conftest import mock_session
 

@@ -196,12 +196,15 @@ async def test_licences_without_a_contact_warn_as_the_step_does(
         with pytest.warns(UserWarning, match=r"run\(\): no contact email"):
             got = await frame.lit.run_async(["licences"], session=session, progress=False)
     # Unpaywall is never asked without a contact; only Crossref's deposited licences
-    # (asked in bulk, no contact needed) can fill the column, labelled as such.
+    # (asked in bulk, no contact needed) can fill the column, labelled as such, and
+    # the access status comes only from what the bulk lookups already hold.
     assert fake.count(HOST_UNPAYWALL) == 0
     assert got["licence_error"].isna().all()
     assert got["licence"].notna().any()
     assert got.loc[got["licence"].notna(), "licence_basis"].eq("crossref").all()
-    assert got["access"].isna().all() and got["oa_status"].isna().all()
+    stated = got["access"].notna()
+    assert got.loc[stated, "access_basis"].isin(["semantic_scholar", "openalex"]).all()
+    assert got.loc[~stated, "oa_status"].isna().all()
 
 
 def test_unknown_or_no_steps_are_refused_before_any_request(fake: FakeUpstream) -> None:

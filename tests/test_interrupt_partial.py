@@ -19,9 +19,9 @@ import pytest
 
 import litfetch_df
 from litfetch_df import ArticleIds, Blob, Http, Interrupted
-from litfetch_df.frame import pipeline
 from litfetch_df.frame.bridge import offer_partial, run_sync
 from litfetch_df.frame.pipeline import is_abandoned
+from litfetch_df.frame.steps import resolve as resolve_step
 from tests.fake_upstream import FakeUpstream
 from tests.test_frame_pipeline import EpmcFetcher, install, session_for
 
@@ -134,7 +134,7 @@ def test_an_interrupted_run_hands_back_its_finished_rows(world: FakeUpstream) ->
 def test_an_interrupted_resolve_keeps_its_finished_chunks(
     world: FakeUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "RESOLVE_CHUNK", 2)
+    monkeypatch.setattr(resolve_step, "RESOLVE_CHUNK", 2)
     calls: list[list[str | None]] = []
 
     async def batch(ids: Sequence[ArticleIds], http: Http) -> tuple[Sequence[ArticleIds], set[int]]:

@@ -148,16 +148,20 @@ async def test_an_offline_miss_is_reported_in_its_row(fake: FakeUpstream, tmp_pa
     cache = tmp_path / "cache"
     small = pmid_frame(world).iloc[:3]
     recorder = Session(client_factory=fake.client_factory(), contact=CONTACT, cache=cache)
-    await small.lit.resolve_async(session=recorder, progress=False)
+    recorded = await small.lit.resolve_async(session=recorder, progress=False)
 
     everything = pmid_frame(world)
     out = await everything.lit.resolve_async(
         session=Session(cache=cache, offline=True), progress=False
     )
-    # the batch of nine was never recorded (only a batch of three was): every row says so
+    # the three recorded ids are answered from their per-id records (which do not depend on
+    # the contact); the six never asked say so in their rows
     errors = out["resolve_error"]
-    assert errors.notna().all()
-    assert all("not in cache" in e for e in errors)
+    assert errors.iloc[:3].isna().all()
+    assert list(out["pmcid"].iloc[:3]) == list(recorded["pmcid"])
+    assert list(out["doi"].iloc[:3]) == list(recorded["doi"])
+    assert errors.iloc[3:].notna().all()
+    assert all("not in cache" in e for e in errors.iloc[3:])
     assert len(out) == len(everything) and list(out.index) == list(everything.index)
     assert list(out["pmid"]) == list(everything["PMID"])  # what the row had is kept
 

@@ -7,10 +7,12 @@ Importing this package registers ``lit`` on :class:`pandas.DataFrame` and
 from __future__ import annotations
 
 from . import options
-from .accessor import LitFrameAccessor, LitSeriesAccessor, register
+from .accessor import LitFrameAccessor
 from .bridge import Interrupted
 from .columns import IdColumns, detect_id_columns
 from .options import Options, get_options, option_context, reset_options, set_options
+from .registration import register
+from .series_accessor import LitSeriesAccessor
 from .summary import summarise
 
 __all__ = [

@@ -23,7 +23,12 @@ synthesized from the bulk answer:
   API serves open-access articles only;
 * Europe PMC full text: a search of 100 PMCIDs (``PMCID:a OR PMCID:b``) primes
   ``GET /PMC<n>/fullTextXML`` with its 404 for each article whose record says
-  Europe PMC holds no full text (``inEPMC: "N"``), and nothing otherwise.
+  Europe PMC holds no full text (``inEPMC: "N"``); every article a record
+  names also gets its one-PMCID search primed with that record's flags
+  (read by :func:`~litfetch_df.operations.service_terms.service_terms`);
+* OpenAlex (:attr:`Service.OPENALEX_TERMS`): ``filter=doi:a|b|…`` (50 DOIs,
+  ``select`` :data:`~litfetch_df.sources.openalex.TERMS_SELECT`) primes each
+  one-DOI filter with the work OpenAlex answered, and nothing otherwise.
 
 The per-article code then runs unchanged, so each row's result is the one the
 per-article path gives on the same upstream data, and a custom
@@ -42,7 +47,8 @@ they could not get primes nothing, and its articles are asked as before.
 
 Primed answers live for one step (:func:`primed` removes them on exit) and
 never reach the persistent cache; the bulk responses themselves are cached
-like any other request.
+like any other request, and their answers per id too (ADR 0011), so a bulk
+lookup asks only about ids it has no live answer for.
 """
 
 from __future__ import annotations
@@ -51,30 +57,39 @@ import asyncio
 import contextlib
 import enum
 import json
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
-from .._http import Rate, get_logger
-from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid
+from .._http import get_logger
+from ..ids import ArticleIds, parse_doi, parse_pmcid
 from ..operations.types import Fetcher, FileSource
 from ..session import CachedResponse, Session
-from ..sources._common import GetRequest, json_object, usable_credential
+from ..sources._common import GetRequest, usable_credential
 from ..sources.bulk import BulkResult
 from ..sources.crossref import CROSSREF_WORKS_URL, CrossrefFileSource, crossref_work_request
-from ..sources.crossref_batch import CROSSREF_LIST_URL, crossref_batch_key, crossref_batch_records
+from ..sources.crossref_batch import crossref_batch_key, crossref_batch_records
 from ..sources.elsevier import ElsevierFetcher
 from ..sources.europe_pmc import EUROPE_PMC_REST, EuropePmcFetcher, full_text_request
-from ..sources.europe_pmc_search import holdings
+from ..sources.europe_pmc_search import (
+    SEARCH_URL,
+    EuropePmcHolding,
+    holdings,
+    pmcid_search_request,
+)
+from ..sources.openalex import (
+    TERMS_SELECT,
+    WORKS_URL,
+    terms_key,
+    works_request,
+    works_with_terms,
+)
 from ..sources.semantic_scholar import (
     S2_PAPER_URL,
     SemanticScholarFileSource,
     s2_paper_request,
 )
-from ..sources.semantic_scholar_batch import S2_BATCH_URL, s2_batch_key, s2_batch_records
+from ..sources.semantic_scholar_batch import s2_batch_key, s2_batch_records
 from ..sources.springer import (
     SPRINGER_META_URL,
     SPRINGER_OA_JATS_URL,
@@ -115,6 +130,7 @@ class Service(enum.Enum):
     SPRINGER_META = "springer_meta"
     EUROPE_PMC_FULL_TEXT = "europe_pmc_full_text"
     SPRINGER_OPEN_ACCESS = "springer_open_access"
+    OPENALEX_TERMS = "openalex_terms"
 
 
 def for_file_sources(sources: Sequence[FileSource] | None) -> frozenset[Service]:
@@ -173,6 +189,23 @@ def for_licences() -> frozenset[Service]:
     return frozenset({Service.CROSSREF})
 
 
+def for_service_terms(contact: str | None) -> frozenset[Service]:
+    """Return the services to prime for :func:`~litfetch_df.operations.service_terms.service_terms`.
+
+    Semantic Scholar (its batch answer holds ``openAccessPdf.status`` and
+    ``.license``; 500 ids a request) and Europe PMC search (``isOpenAccess``;
+    100 PMCIDs a request, the lookup the bodies step makes anyway). OpenAlex
+    (``open_access``, ``best_oa_location``; 50 DOIs a request, against a
+    small daily budget) only without a ``contact``: with one, Unpaywall
+    classifies every DOI it knows, and OpenAlex's classification is
+    Unpaywall's.
+    """
+    services = {Service.SEMANTIC_SCHOLAR, Service.EUROPE_PMC_FULL_TEXT}
+    if contact is None:
+        services.add(Service.OPENALEX_TERMS)
+    return frozenset(services)
+
+
 def for_related() -> frozenset[Service]:
     """Return the services to prime for ``related``: Crossref (bioRxiv stays per article)."""
     return frozenset({Service.CROSSREF})
@@ -184,6 +217,7 @@ _PRIMED_URLS: Final[Mapping[Service, str]] = {
     Service.SPRINGER_META: SPRINGER_META_URL,
     Service.EUROPE_PMC_FULL_TEXT: f"{EUROPE_PMC_REST}/PMC",
     Service.SPRINGER_OPEN_ACCESS: SPRINGER_OA_JATS_URL,
+    Service.OPENALEX_TERMS: WORKS_URL,
 }
 
 
@@ -193,129 +227,11 @@ def may_prime(service: Service, url: str) -> bool:
     A request that says ``True`` is worth holding back until that lookup is
     in: sent before, it would cost a request the lookup answers anyway.
     """
-    if not url.startswith(_PRIMED_URLS[service]):
-        return False
-    return service is not Service.EUROPE_PMC_FULL_TEXT or url.endswith("/fullTextXML")
-
-
-# -- watching the bulk exchanges ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Exchange:
-    url: str
-    params: Mapping[str, str | int] = field(repr=False)  # may hold a key
-    payload: Any = field(repr=False)
-    response: httpx.Response = field(repr=False)
-
-
-@dataclass
-class _Witness:
-    """Forwards a bulk lookup's requests to a session scope and notes what each answered.
-
-    The bulk lookups report a chunk that was answered but unusable (a 400, a
-    misaligned body) the same way as an answer that lacks an article; the
-    exchanges let :func:`prime` tell the two apart and prime absence only for
-    articles a well-formed answer covered. Each exchange is read (``keys_of``)
-    as it happens and then let go: a lookup of 20,000 articles must not keep
-    200 whole answers until its end.
-    """
-
-    http: Session
-    keys_of: Callable[[_Exchange], Iterable[str]]
-    found: set[str] = field(default_factory=set, repr=False)
-
-    @property
-    def contact(self) -> str | None:
-        """The session's contact email."""
-        return self.http.contact
-
-    async def get(
-        self,
-        url: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        rate: Rate = Rate.DEFAULT,
-        follow_redirects: bool = False,
-    ) -> httpx.Response:
-        """Issue the GET through the session and note which keys its answer covered."""
-        response = await self.http.get(
-            url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
+    if service is Service.EUROPE_PMC_FULL_TEXT:
+        return url == SEARCH_URL or (
+            url.startswith(_PRIMED_URLS[service]) and url.endswith("/fullTextXML")
         )
-        self.found.update(self.keys_of(_Exchange(url, dict(params or {}), None, response)))
-        return response
-
-    async def post(
-        self,
-        url: str,
-        *,
-        json: Any = None,
-        params: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        rate: Rate = Rate.DEFAULT,
-    ) -> httpx.Response:
-        """Issue the POST through the session and note which keys its answer covered."""
-        response = await self.http.post(url, json=json, params=params, headers=headers, rate=rate)
-        self.found.update(self.keys_of(_Exchange(url, dict(params or {}), json, response)))
-        return response
-
-    def covered(self) -> frozenset[str]:
-        """Return the keys the exchanges so far answered well."""
-        return frozenset(self.found)
-
-
-def _body(response: httpx.Response) -> Any:
-    try:
-        return json.loads(response.content)
-    except ValueError:
-        return None
-
-
-def _s2_key(wire: str) -> str:
-    # The batch's comparison form of an id it sent (see s2_batch_key): DOIs case-folded.
-    kind, _, value = wire.partition(":")
-    return f"DOI:{doi_key(value)}" if kind == "DOI" else wire
-
-
-def _s2_covered(exchange: _Exchange) -> list[str]:
-    ids = exchange.payload.get("ids") if isinstance(exchange.payload, dict) else None
-    if exchange.url != S2_BATCH_URL or not isinstance(ids, list):
-        return []
-    body = _body(exchange.response) if exchange.response.status_code == 200 else None
-    if not isinstance(body, list) or len(body) != len(ids):
-        return []
-    return [_s2_key(str(wire)) for wire in ids]
-
-
-def _crossref_covered(exchange: _Exchange) -> list[str]:
-    status = exchange.response.status_code
-    if exchange.url == CROSSREF_LIST_URL:
-        body = json_object(exchange.response) if status == 200 else None
-        message = body.get("message") if body is not None else None
-        if not isinstance(message, dict) or not isinstance(message.get("items"), list):
-            return []
-        clauses = str(exchange.params.get("filter", "")).split(",")
-        return [doi_key(c.removeprefix("doi:")) for c in clauses if c.startswith("doi:")]
-    if exchange.url.startswith(CROSSREF_WORKS_URL):
-        # A lone DOI is asked at the single-work endpoint; a 404 there is an answer too.
-        body = json_object(exchange.response) if status == 200 else None
-        if status == 404 or (body is not None and isinstance(body.get("message"), dict)):
-            doi = urllib.parse.unquote(exchange.url.removeprefix(CROSSREF_WORKS_URL))
-            return [doi_key(doi)]
-    return []
-
-
-def _springer_covered(exchange: _Exchange) -> list[str]:
-    if exchange.url != SPRINGER_META_URL or exchange.response.status_code != 200:
-        return []
-    body = _body(exchange.response)
-    if not isinstance(body, dict) or not isinstance(body.get("records"), list):
-        return []
-    query = str(exchange.params.get("q", ""))
-    # Several DOIs are OR-ed (with a page size); a lone one is the whole query.
-    terms = query.split(" OR ") if "p" in exchange.params else [query]
-    return [doi_key(t.removeprefix("doi:")) for t in terms if t.startswith("doi:")]
+    return url.startswith(_PRIMED_URLS[service])
 
 
 # -- priming -------------------------------------------------------------------------------------
@@ -350,54 +266,51 @@ def _fail(session: Session, request: GetRequest, reason: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Lookup:
-    """One service's bulk answer for a step's bundles, and what its exchanges covered."""
+    """One service's bulk answer for a step's bundles, and the reason a failure gives."""
 
     result: BulkResult[dict[str, Any]]
-    covered: frozenset[str]
     reason: str
 
     def prime(
         self,
         session: Session,
         request: GetRequest,
-        at: tuple[int, str],
+        index: int,
         hit: Callable[[dict[str, Any]], bytes],
         missing: tuple[int, bytes, tuple[tuple[str, str], ...]],
         keys: list[str],
     ) -> None:
-        """Prime ``request`` with what this lookup said about one bundle; ``at`` = (index, key).
+        """Prime ``request`` with what this lookup said about the bundle at ``index``.
 
         Abandoned: a failure. A record: ``hit(record)`` as a 200 JSON answer.
-        No record, but a well-formed answer covered the key: ``missing``
+        No record, but a well-formed answer covered the bundle (now or from
+        the persistent cache, see ``BulkResult.answered``): ``missing``
         (status, content, headers), the per-article "none". Otherwise nothing,
         and the per-article request goes out as usual. The primed request's
         key is appended to ``keys``.
         """
-        index, key = at
         record = self.result.values[index]
         if index in self.result.abandoned:
             keys.append(_fail(session, request, self.reason))
         elif record is not None:
             keys.append(_respond(session, request, 200, hit(record), _JSON))
-        elif key in self.covered:
+        elif index in self.result.answered:
             status, content, headers = missing
             keys.append(_respond(session, request, status, content, headers))
 
 
 async def _look_up(
     session: Session,
-    run: Callable[[_Witness], Awaitable[BulkResult[dict[str, Any]]]],
-    covered: Callable[[_Exchange], Iterable[str]],
+    run: Callable[[Session], Awaitable[BulkResult[dict[str, Any]]]],
     what: str,
 ) -> _Lookup:
     # A scope for its failures only: a lookup never asks one thing twice, and a scope that
     # kept its answers would hold every chunk's body until the lookup ends.
     async with session.scope(keep_answers=False) as scope:
-        witness = _Witness(scope, covered)
-        result = await run(witness)
+        result = await run(scope)
         failures = scope.failures
     reason = f"{failures[0] if failures else 'no answer after retries'} ({what})"
-    return _Lookup(result, witness.covered(), reason)
+    return _Lookup(result, reason)
 
 
 async def _prime_s2(
@@ -410,7 +323,6 @@ async def _prime_s2(
     found = await _look_up(
         session,
         lambda http: s2_batch_records(bundles, http, api_key=api_key),
-        _s2_covered,
         "Semantic Scholar batch",
     )
     for i, ids in enumerate(bundles):
@@ -422,7 +334,7 @@ async def _prime_s2(
         found.prime(
             session,
             request,
-            (i, batch_key.key),
+            i,
             # The single-paper answer carries paperId and the fields asked for.
             lambda record: _json_bytes(
                 {"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)}
@@ -465,7 +377,6 @@ async def _prime_crossref(
     found = await _look_up(
         session,
         lambda http: crossref_batch_records(bundles, http),
-        _crossref_covered,
         "Crossref works list",
     )
     for i, ids in enumerate(bundles):
@@ -476,7 +387,7 @@ async def _prime_crossref(
             found.prime(
                 session,
                 request,
-                (i, batch_key.key),
+                i,
                 lambda record: _json_bytes(
                     {"status": "ok", "message-type": "work", "message": record}
                 ),
@@ -497,7 +408,6 @@ async def _prime_springer(
     found = await _look_up(
         session,
         lambda http: springer_batch_records(bundles, http, credentials=credentials),
-        _springer_covered,
         "Springer Meta query",
     )
     for i, ids in enumerate(bundles):
@@ -507,7 +417,7 @@ async def _prime_springer(
         found.prime(
             session,
             springer_meta_request(batch_key.wire, api_key),
-            (i, batch_key.key),
+            i,
             lambda record: _json_bytes({"records": [record], "facets": []}),
             (200, _json_bytes({"records": [], "facets": []}), _JSON),
             keys,
@@ -558,12 +468,57 @@ async def _prime_europe_pmc(
 ) -> None:
     async with session.scope() as scope:
         found = await holdings(bundles, scope)
+    primed: set[str] = set()
     for ids, holding in zip(bundles, found.values, strict=True):
-        # Only a record that says "no full text" spares a request; silence asks as before.
-        if holding is None or not holding.lacks_full_text or ids.pmcid is None:
+        if holding is None or ids.pmcid is None:
+            continue  # silence asks as before
+        pmcid = parse_pmcid(ids.pmcid)
+        if pmcid in primed:
             continue
-        request = full_text_request(parse_pmcid(ids.pmcid))
-        keys.append(_respond(session, request, 404, _NO_FULL_TEXT, _TEXT))
+        primed.add(pmcid)
+        # The one-PMCID search, for readers of the record's flags (service_terms).
+        answer = {"hitCount": 1, "resultList": {"result": [_lite_record(pmcid, holding)]}}
+        keys.append(
+            _respond(session, pmcid_search_request([pmcid]), 200, _json_bytes(answer), _JSON)
+        )
+        # Only a record that says "no full text" spares the full-text request.
+        if holding.lacks_full_text:
+            keys.append(_respond(session, full_text_request(pmcid), 404, _NO_FULL_TEXT, _TEXT))
+
+
+def _lite_record(pmcid: str, holding: EuropePmcHolding) -> dict[str, str]:
+    """A search ``lite`` record stating what the bulk answer said of one article."""
+    record = {"pmcid": pmcid}
+    for name, value in (
+        ("isOpenAccess", holding.open_access),
+        ("inEPMC", holding.in_epmc),
+        ("inPMC", holding.in_pmc),
+        ("hasPDF", holding.has_pdf),
+    ):
+        if value is not None:
+            record[name] = "Y" if value else "N"
+    return record
+
+
+async def _prime_openalex_terms(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    credentials: Mapping[str, object],
+    keys: list[str],
+) -> None:
+    api_key = usable_credential(credentials, "openalex_api_key")
+    async with session.scope() as scope:
+        found = await works_with_terms(bundles, scope, api_key=api_key)
+    for ids, work in zip(bundles, found.values, strict=True):
+        key = terms_key(ids)
+        # Only a work OpenAlex answered is primed; a miss or a failure leaves nothing held.
+        if key is None or work is None:
+            continue
+        request = works_request(
+            [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
+        )
+        answer = {"meta": {"count": 1}, "results": [work]}
+        keys.append(_respond(session, request, 200, _json_bytes(answer), _JSON))
 
 
 _PRIMERS: Final = {
@@ -572,6 +527,7 @@ _PRIMERS: Final = {
     Service.SPRINGER_META: _prime_springer,
     Service.EUROPE_PMC_FULL_TEXT: _prime_europe_pmc,
     Service.SPRINGER_OPEN_ACCESS: _prime_springer_open_access,
+    Service.OPENALEX_TERMS: _prime_openalex_terms,
 }
 
 

@@ -17,30 +17,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..metadata import SourceMetadata
+from ..metadata import OA_STATUSES, SourceMetadata, normalise_oa_status
 
 __all__ = ["OA_STATUSES", "SERVICE_BASES", "normalise_oa_status", "service_oa_status"]
 
-OA_STATUSES: Final = ("gold", "hybrid", "bronze", "green", "closed")
-"""Every value of the ``oa_status`` column (besides NA)."""
-
-SERVICE_BASES: Final = frozenset({"unpaywall", "openalex"})
+SERVICE_BASES: Final = frozenset({"unpaywall", "openalex", "semantic_scholar"})
 """Bases whose ``access`` is a service's classification, not a body's statement."""
-
-_ALIASES: Final = {"diamond": "gold"}
-
-
-def normalise_oa_status(raw: object) -> str | None:
-    """Return ``raw`` as one of :data:`OA_STATUSES`, or ``None`` when it is not a known status.
-
-    Case and surrounding blanks are ignored; ``diamond`` gives ``gold``.
-    Anything else (``open-access``, an unknown word, a non-string) gives ``None``.
-    """
-    if not isinstance(raw, str):
-        return None
-    text = raw.strip().lower()
-    text = _ALIASES.get(text, text)
-    return text if text in OA_STATUSES else None
 
 
 def service_oa_status(meta: SourceMetadata) -> str | None:

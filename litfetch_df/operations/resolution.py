@@ -28,7 +28,7 @@ from typing import Final
 from .._http import Http
 from ..ids import RESOLVABLE, ArticleIds
 from ..sources import europe_pmc_search, ncbi_idconv, openalex
-from ..sources.bulk_recipe import BulkKey, bulk_lookup
+from ..sources.bulk_recipe import BulkKey, IdRecords, bulk_lookup, ids_from_json, ids_to_json
 from ..sources.europe_pmc_search import EuropePmcResolver
 from ..sources.ncbi_idconv import NcbiIdConverterResolver
 from .types import BatchResolver, Resolver
@@ -85,23 +85,31 @@ def default_resolver() -> Resolver:
 # -- batch machinery ------------------------------------------------------------------------
 
 
+def _id_records(kind: str, secrets: tuple[str, ...] = ()) -> IdRecords[ArticleIds]:
+    """How a resolver's answers are kept per id: the ids the service found for the key."""
+    return IdRecords(kind, ids_to_json, ids_from_json, secrets)
+
+
 async def _resolve_keyed(
     batch: Sequence[ArticleIds],
+    http: Http,
     *,
     key_of: Callable[[ArticleIds], str | None],
     lookup: Lookup,
     cap: int,
+    records: IdRecords[ArticleIds],
     alone: Callable[[str], bool] = lambda _key: False,
 ) -> tuple[list[ArticleIds], set[int]]:
     """Run one service over ``batch`` through :func:`~litfetch_df.sources.bulk.bulk_lookup`.
 
     Each key is sent as it is compared; ``alone(key)`` marks keys that cannot
-    share a request (a separator inside the id) and go one per request.
-    Returns the bundles merged with what the service found, and the abandoned
-    indices that are still incomplete.
+    share a request (a separator inside the id) and go one per request. With a
+    persistent cache on ``http`` (a session), answers are kept and found per
+    id as ``records`` says. Returns the bundles merged with what the service
+    found, and the abandoned indices that are still incomplete.
     """
     keys = [None if (key := key_of(ids)) is None else BulkKey(key, key) for ids in batch]
-    result = await bulk_lookup(keys, lookup, cap=cap, alone=alone)
+    result = await bulk_lookup(keys, lookup, cap=cap, alone=alone, records=records, memo=http)
     out = [
         ids if found is None else ids.merge(found)
         for ids, found in zip(batch, result.values, strict=True)
@@ -144,9 +152,11 @@ class NcbiIdConverterBatchResolver:
 
         return await _resolve_keyed(
             batch,
+            http,
             key_of=ncbi_idconv.batch_key,
             lookup=lookup,
             cap=ncbi_idconv.BATCH_CAP,
+            records=_id_records(ncbi_idconv.RECORD_KIND),
             alone=lambda key: "," in key,
         )
 
@@ -176,9 +186,11 @@ class EuropePmcBatchResolver:
 
         return await _resolve_keyed(
             batch,
+            http,
             key_of=europe_pmc_search.search_key,
             lookup=lookup,
             cap=europe_pmc_search.BATCH_CAP,
+            records=_id_records(europe_pmc_search.PMID_RECORD_KIND),
         )
 
 
@@ -213,11 +225,14 @@ class OpenAlexResolver:
         async def lookup(dois: list[str]) -> dict[str, ArticleIds] | None:
             return await openalex.works_by_doi(http, dois, api_key=self.api_key)
 
+        secrets = () if self.api_key is None else (self.api_key,)
         return await _resolve_keyed(
             batch,
+            http,
             key_of=openalex.doi_lookup_key,
             lookup=lookup,
             cap=openalex.BATCH_CAP,
+            records=_id_records(openalex.RECORD_KIND, secrets),
             alone=lambda doi: "|" in doi or "," in doi,
         )
 

@@ -15,7 +15,12 @@ follows one recipe (:func:`bulk_lookup`), in the spirit of the batch resolvers:
   outlived every retry) marks exactly its indices abandoned; an answered chunk
   that simply lacks a key (a ``null`` element, a DOI missing from the items, a
   404) is absence, never abandonment (:func:`chunk_answer` makes that call for
-  one chunk request).
+  one chunk request);
+- given an :class:`IdRecords` and a session (a :class:`~litfetch_df._store.RecordMemo`),
+  each id a well-formed answer covered is kept in the persistent cache per id
+  (found or absent), and an id already kept is taken from there and left out
+  of the requests, so a filtered, reordered or extended table asks only for
+  the ids not answered before (docs/caching-and-offline.md).
 
 The per-service lookups live in :mod:`.semantic_scholar_batch`,
 :mod:`.crossref_batch` and :mod:`.springer_batch`, and the batch resolvers'
@@ -33,11 +38,12 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import httpx
 
 from .._http import BulkHttp
+from .._store import RecordMemo
 from ..files import File
 from ..ids import ArticleIds
 from ._common import failure_level
@@ -48,11 +54,16 @@ __all__ = [
     "BulkLookup",
     "BulkResult",
     "ChunkLookup",
+    "IdRecords",
+    "Unusable",
     "bulk_lookup",
     "chunk_answer",
     "chunked",
     "distinct_keys",
     "ids_by_key",
+    "ids_from_json",
+    "ids_to_json",
+    "json_object_record",
 ]
 
 T = TypeVar("T")
@@ -69,14 +80,18 @@ class BulkResult(Generic[T_co]):
     answered and knows nothing), not applicable (the element has no id the
     service takes), or abandoned. ``abandoned`` holds the indices whose request
     was never answered (worth retrying later), as opposed to answered-absent.
+    ``answered`` holds the indices a well-formed answer covered, now or earlier
+    (from the persistent cache): for them a ``None`` value is a positive "no
+    such id", not an answer that was unusable.
     """
 
     values: tuple[T_co | None, ...]
     abandoned: frozenset[int] = frozenset()
+    answered: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
-        if any(not 0 <= i < len(self.values) for i in self.abandoned):
-            raise ValueError("abandoned indices must index values")
+        if any(not 0 <= i < len(self.values) for i in self.abandoned | self.answered):
+            raise ValueError("abandoned and answered indices must index values")
 
     @classmethod
     def empty(cls, size: int) -> BulkResult[T_co]:
@@ -88,7 +103,9 @@ class BulkResult(Generic[T_co]):
 
     def map(self, fn: Callable[[T_co], U]) -> BulkResult[U]:
         """Return the result with ``fn`` applied to every present value (same abandoned set)."""
-        return BulkResult(tuple(None if v is None else fn(v) for v in self.values), self.abandoned)
+        return BulkResult(
+            tuple(None if v is None else fn(v) for v in self.values), self.abandoned, self.answered
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +119,55 @@ class BulkKey:
 
     key: str
     wire: str
+
+
+class Unusable(dict[str, Any]):
+    """An empty chunk answer that was answered but says nothing about its ids.
+
+    :func:`chunk_answer` returns it for a definitive answer that is not
+    well-formed (a 400, a body that is not JSON or not in the expected shape):
+    its ids are not abandoned (asking again gives the same answer), but not
+    known to be absent either, so nothing is kept per id.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class IdRecords(Generic[T]):
+    """How one bulk lookup keeps its answers per id in the persistent cache.
+
+    ``kind`` names the lookup and everything besides the id that shapes an
+    answer (the service, the fields asked for); credentials are not part of
+    it, since they change who may ask, not what is answered. ``encode`` turns
+    a value into JSON-able data; ``decode`` turns it back, raising
+    :class:`ValueError`, :class:`TypeError` or :class:`KeyError` on data it
+    cannot read (the id is then asked again). ``secrets`` are the credentials
+    the lookup's requests carry: a value echoing one is not kept.
+    """
+
+    kind: str
+    encode: Callable[[T], Any]
+    decode: Callable[[Any], T]
+    secrets: tuple[str, ...] = ()
+
+    def recall(self, memo: RecordMemo | None, key: str) -> tuple[bool, T | None]:
+        """Return ``(known, value)`` for ``key`` from ``memo``; ``value`` ``None``: no such id."""
+        if memo is None:
+            return False, None
+        recalled = memo.recall_record(self.kind, key)
+        if recalled is None:
+            return False, None
+        if recalled.value is None:
+            return True, None
+        try:
+            return True, self.decode(recalled.value)
+        except (ValueError, TypeError, KeyError):
+            return False, None
+
+    def keep(self, memo: RecordMemo | None, key: str, value: T | None) -> None:
+        """Store the answer about ``key`` in ``memo`` (``None``: the service knows no such id)."""
+        if memo is not None:
+            data = None if value is None else self.encode(value)
+            memo.keep_record(self.kind, key, data, secrets=self.secrets)
 
 
 ChunkLookup = Callable[[list[str]], Awaitable[Mapping[str, T] | None]]
@@ -166,32 +232,54 @@ async def bulk_lookup(
     *,
     cap: int,
     alone: Callable[[str], bool] = _never,
+    records: IdRecords[T] | None = None,
+    memo: object = None,
 ) -> BulkResult[T]:
-    """Run one service over aligned ``keys``: dedupe, chunk, gather, fan out.
+    """Run one service over aligned ``keys``: recall, dedupe, chunk, gather, keep, fan out.
 
-    Distinct keys go in chunks of at most ``cap`` wire values, in first-seen
-    order; a wire value for which ``alone`` is true (one that would break the
-    service's list syntax) gets a request of its own. All chunks are awaited
-    together. Returns values aligned with ``keys`` and, as abandoned, exactly
-    the indices of chunks ``lookup`` reported unanswered.
+    With ``records`` and a ``memo`` that is a :class:`~litfetch_df._store.RecordMemo`
+    (a session), each distinct key whose answer is in the persistent cache is
+    taken from there and not asked. The other distinct keys go in chunks of
+    at most ``cap`` wire values, in first-seen order; a wire value for which
+    ``alone`` is true (one that would break the service's list syntax) gets a
+    request of its own. All chunks are awaited together. Each key a
+    well-formed chunk answer covered is kept per id, found or absent; a chunk
+    never answered, or answered with :class:`Unusable`, keeps nothing.
+    Returns values aligned with ``keys``, as abandoned exactly the indices of
+    chunks ``lookup`` reported unanswered, and as answered the indices of
+    keys a well-formed answer (now or in the cache) covered.
     """
-    groups = distinct_keys(keys)
-    listed = [wire for wire, _ in groups.values() if not alone(wire)]
-    chunks = chunked(listed, cap) + [[wire] for wire, _ in groups.values() if alone(wire)]
-    indices = {wire: where for wire, where in groups.values()}
-    answers = await asyncio.gather(*(lookup(chunk) for chunk in chunks))
+    store = memo if records is not None and isinstance(memo, RecordMemo) else None
     values: list[T | None] = [None] * len(keys)
+    answered: set[int] = set()
+    asked: dict[str, tuple[str, list[int]]] = {}
+    for key, (wire, where) in distinct_keys(keys).items():
+        known, value = records.recall(store, key) if records is not None else (False, None)
+        if not known:
+            asked[wire] = (key, where)
+            continue
+        answered.update(where)
+        for i in where:
+            values[i] = value
+    listed = [wire for wire in asked if not alone(wire)]
+    chunks = chunked(listed, cap) + [[wire] for wire in asked if alone(wire)]
+    answers = await asyncio.gather(*(lookup(chunk) for chunk in chunks))
     abandoned: set[int] = set()
     for chunk, answer in zip(chunks, answers, strict=True):
         for wire in chunk:
+            key, where = asked[wire]
             if answer is None:
-                abandoned.update(indices[wire])
+                abandoned.update(where)
                 continue
             found = answer.get(wire)
+            if not isinstance(answer, Unusable):
+                answered.update(where)
+                if records is not None:
+                    records.keep(store, key, found)
             if found is not None:
-                for i in indices[wire]:
+                for i in where:
                     values[i] = found
-    return BulkResult(tuple(values), frozenset(abandoned))
+    return BulkResult(tuple(values), frozenset(abandoned), frozenset(answered))
 
 
 async def chunk_answer(
@@ -208,10 +296,12 @@ async def chunk_answer(
     Returns ``None`` when the chunk was never answered (its indices are then
     abandoned): an :class:`httpx.RequestError` (a transport failure after
     retries, an offline miss), or a 429, a 5xx or a status in ``transient``
-    that outlived the retries. Returns ``{}`` (absence, not abandonment) for a
-    status in ``absent`` (logged at DEBUG), any other non-200, a 200 body that
-    is not JSON, and a body ``read`` cannot use (``read`` returns ``None``);
-    each is logged on ``logger`` at WARNING. Otherwise returns ``read`` of the
+    that outlived the retries. Returns ``{}`` (every id absent) for a status
+    in ``absent`` (logged at DEBUG). Returns an empty :class:`Unusable`
+    (absence, not abandonment, but nothing known per id) for any other
+    non-200, a 200 body that is not JSON, and a body ``read`` cannot use
+    (``read`` returns ``None``); each is logged on ``logger`` at WARNING.
+    Otherwise returns ``read`` of the
     decoded JSON body: each wire value answered, mapped to its answer.
     ``what`` names the request in log lines; exception texts are never
     logged, since a URL in them may carry a key.
@@ -223,7 +313,7 @@ async def chunk_answer(
         return None
     except httpx.HTTPError as exc:
         logger.warning("%s: failed (%s)", what, type(exc).__name__)
-        return {}
+        return Unusable()
     status = response.status_code
     if status == 429 or status >= 500 or status in transient:
         logger.warning("%s: HTTP %d after retries", what, status)
@@ -233,16 +323,16 @@ async def chunk_answer(
         return {}
     if status != 200:
         logger.warning("%s: HTTP %d", what, status)
-        return {}
+        return Unusable()
     try:
         body = json.loads(response.content)
     except ValueError:
         logger.warning("%s: response is not JSON", what)
-        return {}
+        return Unusable()
     found = read(body)
     if found is None:
         logger.warning("%s: response is not in the expected shape", what)
-        return {}
+        return Unusable()
     return found
 
 
@@ -269,3 +359,27 @@ def ids_by_key(
         key, ids = parsed
         found[key] = found[key].merge(ids) if key in found else ids
     return found
+
+
+_ID_FIELDS: Final = ("pmid", "pmcid", "doi", "bookid")
+
+
+def ids_to_json(ids: ArticleIds) -> dict[str, str]:
+    """Return the ids a bundle holds as a JSON object (the per-id record of a resolver)."""
+    return {name: value for name in _ID_FIELDS if (value := getattr(ids, name)) is not None}
+
+
+def ids_from_json(data: Any) -> ArticleIds:
+    """Return the bundle :func:`ids_to_json` wrote; :class:`TypeError` for anything else."""
+    if not isinstance(data, dict) or not all(
+        name in _ID_FIELDS and isinstance(value, str) for name, value in data.items()
+    ):
+        raise TypeError("not a stored id bundle")
+    return ArticleIds(**data)
+
+
+def json_object_record(data: Any) -> dict[str, Any]:
+    """Return a stored JSON object record as it is; :class:`TypeError` for anything else."""
+    if not isinstance(data, dict):
+        raise TypeError("not a stored record")
+    return data

@@ -23,7 +23,14 @@ from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ..metadata import Related
-from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer
+from .bulk_recipe import (
+    BulkKey,
+    BulkResult,
+    IdRecords,
+    bulk_lookup,
+    chunk_answer,
+    json_object_record,
+)
 from .crossref import (
     crossref_relations,
     crossref_tdm_files,
@@ -35,6 +42,7 @@ __all__ = [
     "CROSSREF_BATCH_CAP",
     "CROSSREF_BATCH_SELECT",
     "CROSSREF_LIST_URL",
+    "CROSSREF_RECORD_KIND",
     "crossref_batch_files",
     "crossref_batch_key",
     "crossref_batch_records",
@@ -51,6 +59,20 @@ CROSSREF_BATCH_CAP: Final = 100
 
 CROSSREF_BATCH_SELECT: Final = "DOI,link,relation,license"
 """Fields each item carries: its DOI (to match it), TDM links, relations, licences."""
+
+
+CROSSREF_RECORD_KIND: Final = f"crossref-works select={CROSSREF_BATCH_SELECT}"
+"""The name each DOI's work record is kept under in the persistent cache."""
+
+_SELECTED: Final = tuple(CROSSREF_BATCH_SELECT.split(","))
+
+
+def _selected(record: dict[str, Any]) -> dict[str, Any]:
+    # A lone DOI's single-work answer carries every field; keep what a list item would.
+    return {name: record[name] for name in _SELECTED if name in record}
+
+
+_RECORDS: Final = IdRecords(CROSSREF_RECORD_KIND, _selected, json_object_record)
 
 
 def crossref_batch_key(article_ids: ArticleIds) -> BulkKey | None:
@@ -138,8 +160,11 @@ async def crossref_batch_records(
     when its chunk failed. A chunk never answered (transport failure, or
     429/5xx after retries) puts its indices in ``abandoned``; any other non-200
     or a body that is not a work list is logged and leaves the values ``None``.
-    ``credentials`` is accepted for a uniform signature and not used. Records
-    shared by repeated bundles are the same object: do not mutate them.
+    ``credentials`` is accepted for a uniform signature and not used. With a
+    persistent cache on ``http`` (a session), each DOI's record (its
+    :data:`CROSSREF_BATCH_SELECT` fields) or absence is kept per DOI and a DOI
+    answered before is not asked again. Records shared by repeated bundles
+    are the same object: do not mutate them.
     """
 
     async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
@@ -148,7 +173,9 @@ async def crossref_batch_records(
         return await _listed(http, dois)
 
     keys = [crossref_batch_key(ids) for ids in batch]
-    return await bulk_lookup(keys, lookup, cap=CROSSREF_BATCH_CAP, alone=_alone)
+    return await bulk_lookup(
+        keys, lookup, cap=CROSSREF_BATCH_CAP, alone=_alone, records=_RECORDS, memo=http
+    )
 
 
 async def crossref_batch_files(

@@ -21,15 +21,21 @@ from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
-from ._common import parsed_or_none
-from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
+from ..metadata import SourceMetadata
+from ._common import GetRequest, parsed_or_none
+from .bulk_recipe import BulkKey, BulkResult, IdRecords, bulk_lookup, chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
+    "HOLDING_RECORD_KIND",
+    "PMID_RECORD_KIND",
     "SEARCH_URL",
     "EuropePmcHolding",
     "EuropePmcResolver",
+    "holding_access",
     "holdings",
+    "holdings_in",
+    "pmcid_search_request",
     "record_holding",
     "record_ids",
     "search_key",
@@ -44,6 +50,12 @@ SEARCH_URL: Final = "https://www.ebi.ac.uk/europepmc/webservices/rest/search"
 
 BATCH_CAP: Final = 100
 """PMIDs OR-ed into one query (keeps the GET URL short)."""
+
+PMID_RECORD_KIND: Final = "europepmc-search pmid lite"
+"""The name a PMID search's per-PMID answers (the ids found) are kept under in the cache."""
+
+HOLDING_RECORD_KIND: Final = "europepmc-search pmcid lite"
+"""The name a PMCID search's per-PMCID answers (what Europe PMC holds) are kept under."""
 
 
 def _parse(parser: Callable[[object], str], value: object) -> str | None:
@@ -199,16 +211,14 @@ def record_holding(record: Mapping[str, Any]) -> tuple[str, EuropePmcHolding] | 
     )
 
 
-async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
-    """Look up canonical ``pmcids`` in one search; return what Europe PMC holds of each.
+def pmcid_search_request(pmcids: Sequence[str]) -> GetRequest:
+    """Return the search :func:`search_pmcids` sends for canonical ``pmcids``.
 
-    ``(PMCID:PMC1 OR PMCID:PMC2 …)`` with ``resultType=lite`` and a page as
-    large as the chunk. A PMCID no record names is simply absent (nothing is
-    known of it); two records naming one PMCID are joined. Returns ``None``
-    when the request was given up after every retry, like :func:`search_pmids`.
+    ``(PMCID:PMC1 OR PMCID:PMC2 …)`` (a lone PMCID unbracketed) with
+    ``format=json``, ``resultType=lite`` and a page as large as the list,
+    paced at :attr:`Rate.EUROPE_PMC`. For one PMCID this is the request a
+    table-level caller primes with what a bulk search said of that article.
     """
-    if not pmcids:
-        return {}
     terms = [f"PMCID:{p}" for p in pmcids]
     params: dict[str, str | int] = {
         "query": terms[0] if len(terms) == 1 else "(" + " OR ".join(terms) + ")",
@@ -216,25 +226,63 @@ async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePm
         "resultType": "lite",
         "pageSize": len(pmcids),
     }
+    return GetRequest(url=SEARCH_URL, params=params, headers=None, rate=Rate.EUROPE_PMC)
+
+
+def holdings_in(body: Any, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
+    """Return what a search answer's records say Europe PMC holds of each of ``pmcids``.
+
+    A PMCID no record names is absent; two records naming one PMCID are
+    joined. ``None`` when ``body`` is not a search answer (no
+    ``resultList.result`` list).
+    """
+    result_list = body.get("resultList") if isinstance(body, Mapping) else None
+    results = result_list.get("result") if isinstance(result_list, Mapping) else None
+    if not isinstance(results, list):
+        return None
     wanted = set(pmcids)
+    found: dict[str, EuropePmcHolding] = {}
+    for record in results:
+        named = record_holding(record) if isinstance(record, Mapping) else None
+        if named is None or named[0] not in wanted:
+            continue
+        pmcid, holding = named
+        found[pmcid] = found[pmcid].join(holding) if pmcid in found else holding
+    return found
+
+
+async def search_pmcids(http: Http, pmcids: Sequence[str]) -> dict[str, EuropePmcHolding] | None:
+    """Look up canonical ``pmcids`` in one search; return what Europe PMC holds of each.
+
+    Sends :func:`pmcid_search_request` and reads the answer with
+    :func:`holdings_in`. Returns ``None`` when the request was given up after
+    every retry, like :func:`search_pmids`.
+    """
+    if not pmcids:
+        return {}
+    request = pmcid_search_request(pmcids)
 
     def read(body: Any) -> dict[str, EuropePmcHolding] | None:
-        result_list = body.get("resultList") if isinstance(body, Mapping) else None
-        results = result_list.get("result") if isinstance(result_list, Mapping) else None
-        if not isinstance(results, list):
-            return None
-        found: dict[str, EuropePmcHolding] = {}
-        for record in results:
-            named = record_holding(record) if isinstance(record, Mapping) else None
-            if named is None or named[0] not in wanted:
-                continue
-            pmcid, holding = named
-            found[pmcid] = found[pmcid].join(holding) if pmcid in found else holding
-        return found
+        return holdings_in(body, pmcids)
 
     what = f"Europe PMC search ({len(pmcids)} PMCID{'s' if len(pmcids) != 1 else ''})"
-    send = http.get(SEARCH_URL, params=params, rate=Rate.EUROPE_PMC)
-    return await chunk_answer(send, what, read, logger=log)
+    return await chunk_answer(request.send(http), what, read, logger=log)
+
+
+def holding_access(holding: EuropePmcHolding) -> SourceMetadata:
+    """Return the access terms a Europe PMC record states, ``basis='europe_pmc'``.
+
+    ``isOpenAccess: "Y"`` (the article is in Europe PMC's open-access subset)
+    gives ``access='open-access'``, the same statement a JATS body makes; it
+    names no colour and no licence. Anything else gives an empty
+    :class:`SourceMetadata`: ``"N"`` does not mean closed (Europe PMC serves
+    author manuscripts outside that subset), and ``inEPMC``, ``inPMC`` and
+    ``hasPDF`` say what Europe PMC holds, not on what terms. The search's
+    ``lite`` records carry no ``license`` (only ``resultType=core`` does).
+    """
+    if holding.open_access is True:
+        return SourceMetadata(access="open-access", basis="europe_pmc")
+    return SourceMetadata()
 
 
 def _pmcid_key(ids: ArticleIds) -> BulkKey | None:
@@ -247,10 +295,30 @@ async def holdings(batch: Sequence[ArticleIds], http: Http) -> BulkResult[Europe
 
     ``values[i]`` is ``None`` without a valid PMCID, when no record names it,
     or when its chunk was not answered (its index is then in ``abandoned``).
-    Each distinct PMCID is asked once; the chunks are issued together.
+    Each distinct PMCID is asked once; the chunks are issued together. With a
+    persistent cache on ``http`` (a session), each answer is kept per PMCID
+    and a PMCID answered before is not asked again.
     """
 
     async def lookup(pmcids: list[str]) -> dict[str, EuropePmcHolding] | None:
         return await search_pmcids(http, pmcids)
 
-    return await bulk_lookup([_pmcid_key(ids) for ids in batch], lookup, cap=BATCH_CAP)
+    return await bulk_lookup(
+        [_pmcid_key(ids) for ids in batch],
+        lookup,
+        cap=BATCH_CAP,
+        records=_HOLDING_RECORDS,
+        memo=http,
+    )
+
+
+def _holding_from_json(data: Any) -> EuropePmcHolding:
+    if not isinstance(data, dict):
+        raise TypeError("not a stored holding")
+    flags = {f.name: data.get(f.name) for f in dataclasses.fields(EuropePmcHolding)}
+    if any(v is not None and not isinstance(v, bool) for v in flags.values()):
+        raise TypeError("not a stored holding")
+    return EuropePmcHolding(**flags)
+
+
+_HOLDING_RECORDS: Final = IdRecords(HOLDING_RECORD_KIND, dataclasses.asdict, _holding_from_json)

@@ -25,6 +25,7 @@ from .bulk_recipe import chunk_answer
 __all__ = [
     "BATCH_CAP",
     "IDCONV_URL",
+    "RECORD_KIND",
     "NcbiIdConverterResolver",
     "batch_key",
     "check_tool",
@@ -40,6 +41,10 @@ IDCONV_URL: Final = "https://pmc.ncbi.nlm.nih.gov/tools/idconv/api/v1/articles/"
 
 BATCH_CAP: Final = 200
 """Most ids NCBI accepts in one request."""
+
+RECORD_KIND: Final = "ncbi-idconv"
+"""The name the converter's per-id answers are kept under in the persistent cache
+(the ids found for a key; ``tool`` and contact do not change them)."""
 
 _TOOL = re.compile(r"^\S+$")
 

@@ -19,17 +19,22 @@ from typing import Any, Final
 from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
-from ._common import parsed_or_none
-from .bulk_recipe import chunk_answer, ids_by_key
+from ._common import GetRequest, parsed_or_none
+from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
 
 __all__ = [
     "BATCH_CAP",
+    "RECORD_KIND",
+    "TERMS_SELECT",
     "WORKS_URL",
     "check_api_key",
     "doi_lookup_key",
     "openalex_access",
+    "terms_key",
     "work_ids",
     "works_by_doi",
+    "works_request",
+    "works_with_terms",
 ]
 
 log = get_logger(__name__)
@@ -39,6 +44,12 @@ WORKS_URL: Final = "https://api.openalex.org/works"
 
 BATCH_CAP: Final = 50
 """DOIs OR-ed into one filter (OpenAlex allows 100 values; 50 leaves headroom)."""
+
+TERMS_SELECT: Final = "ids,doi,open_access,best_oa_location"
+"""Fields asked for when a work's access terms are wanted besides its ids."""
+
+RECORD_KIND: Final = "openalex-works select=ids,doi"
+"""The name the works filter's per-DOI answers (pmid / pmcid) are kept under in the cache."""
 
 # Statuses that mean "not answered, ask again later" for this service.
 _TRANSIENT_EXTRA: Final = frozenset({403})
@@ -96,6 +107,32 @@ def work_ids(work: Mapping[str, Any]) -> tuple[str, ArticleIds] | None:
     )
 
 
+def works_request(
+    dois: Sequence[str],
+    *,
+    select: str = "ids,doi",
+    contact: str | None = None,
+    api_key: str | None = None,
+) -> GetRequest:
+    """Return the works-filter GET for lower-cased, canonical ``dois``.
+
+    ``filter=doi:a|b|…``, ``select``, ``per-page`` = the number of DOIs,
+    ``mailto`` = ``contact`` and ``api_key`` only when given, paced at
+    :attr:`Rate.OPENALEX`. For one DOI and :data:`TERMS_SELECT` this is the
+    request a table-level caller primes with what a bulk filter said of it.
+    """
+    params: dict[str, str | int] = {
+        "filter": "doi:" + "|".join(dois),
+        "select": select,
+        "per-page": len(dois),
+    }
+    if contact:
+        params["mailto"] = contact
+    if api_key is not None:
+        params["api_key"] = api_key
+    return GetRequest(url=WORKS_URL, params=params, headers=None, rate=Rate.OPENALEX)
+
+
 async def works_by_doi(
     http: Http, dois: Sequence[str], *, api_key: str | None = None
 ) -> dict[str, ArticleIds] | None:
@@ -111,16 +148,7 @@ async def works_by_doi(
     """
     if not dois:
         return {}
-    params: dict[str, str | int] = {
-        "filter": "doi:" + "|".join(dois),
-        "select": "ids,doi",
-        "per-page": len(dois),
-    }
-    contact = getattr(http, "contact", None)
-    if contact:
-        params["mailto"] = contact
-    if api_key is not None:
-        params["api_key"] = api_key
+    request = works_request(dois, contact=getattr(http, "contact", None), api_key=api_key)
 
     def read(body: Any) -> dict[str, ArticleIds] | None:
         results = body.get("results") if isinstance(body, Mapping) else None
@@ -128,8 +156,57 @@ async def works_by_doi(
 
     # chunk_answer logs neither the URL nor the params: they may carry the key.
     what = f"OpenAlex works filter ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
-    send = http.get(WORKS_URL, params=params, rate=Rate.OPENALEX)
-    return await chunk_answer(send, what, read, logger=log, transient=_TRANSIENT_EXTRA)
+    return await chunk_answer(
+        request.send(http), what, read, logger=log, transient=_TRANSIENT_EXTRA
+    )
+
+
+def terms_key(ids: ArticleIds) -> BulkKey | None:
+    """Return how a bundle is asked about for its access terms: its DOI, or ``None`` without one."""
+    doi = parsed_or_none(parse_doi, ids.doi) if ids.doi is not None else None
+    return None if doi is None else BulkKey(key=doi_key(doi), wire=doi_key(doi))
+
+
+def _work_by_doi(work: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    named = work_ids(work)
+    return None if named is None else (named[0], dict(work))
+
+
+async def works_with_terms(
+    batch: Sequence[ArticleIds], http: Http, *, api_key: str | None = None
+) -> BulkResult[dict[str, Any]]:
+    """Return each bundle's OpenAlex work with :data:`TERMS_SELECT`, :data:`BATCH_CAP` a request.
+
+    ``values[i]`` is the work (``ids``, ``doi``, ``open_access``,
+    ``best_oa_location``), or ``None`` without a DOI, when OpenAlex does not
+    know it, or when its chunk was not answered (the index is then in
+    ``abandoned``; 403 counts as not answered, as for :func:`works_by_doi`).
+    """
+
+    async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
+        request = works_request(
+            dois, select=TERMS_SELECT, contact=getattr(http, "contact", None), api_key=api_key
+        )
+
+        def read(body: Any) -> dict[str, dict[str, Any]] | None:
+            results = body.get("results") if isinstance(body, Mapping) else None
+            if not isinstance(results, list):
+                return None
+            wanted = set(dois)
+            found: dict[str, dict[str, Any]] = {}
+            for work in results:
+                named = _work_by_doi(work) if isinstance(work, Mapping) else None
+                # The first work naming a DOI answers for it (OpenAlex lists one per DOI).
+                if named is not None and named[0] in wanted:
+                    found.setdefault(*named)
+            return found
+
+        what = f"OpenAlex works filter ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
+        return await chunk_answer(
+            request.send(http), what, read, logger=log, transient=_TRANSIENT_EXTRA
+        )
+
+    return await bulk_lookup([terms_key(ids) for ids in batch], lookup, cap=BATCH_CAP)
 
 
 def openalex_access(work: Mapping[str, Any]) -> SourceMetadata:
@@ -137,12 +214,16 @@ def openalex_access(work: Mapping[str, Any]) -> SourceMetadata:
 
     ``access`` is ``open_access.oa_status`` and ``licence``
     ``best_oa_location.license``, both raw; a work with neither gives an
-    empty :class:`SourceMetadata`.
+    empty :class:`SourceMetadata`. The licence of a ``submittedVersion``
+    location (a preprint copy) is left out: it is the preprint's, not the
+    article's.
     """
     open_access = work.get("open_access")
     best = work.get("best_oa_location")
     status = open_access.get("oa_status") if isinstance(open_access, dict) else None
     raw_licence = best.get("license") if isinstance(best, dict) else None
+    if isinstance(best, dict) and best.get("version") == "submittedVersion":
+        raw_licence = None
     access = status.strip() if isinstance(status, str) and status.strip() else None
     licence = raw_licence.strip() if isinstance(raw_licence, str) and raw_licence.strip() else None
     if licence is None and access is None:

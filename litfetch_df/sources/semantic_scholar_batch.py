@@ -22,7 +22,15 @@ from .._http import BulkHttp, Http, Rate, get_logger
 from ..files import File
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi
 from ._common import usable_credential, usable_text
-from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, distinct_keys
+from .bulk_recipe import (
+    BulkKey,
+    BulkResult,
+    IdRecords,
+    bulk_lookup,
+    chunk_answer,
+    distinct_keys,
+    json_object_record,
+)
 from .semantic_scholar import (
     fetch_s2_paper,
     s2_article_ids,
@@ -34,6 +42,7 @@ __all__ = [
     "S2_BATCH_CAP",
     "S2_BATCH_FIELDS",
     "S2_BATCH_URL",
+    "S2_RECORD_KIND",
     "SemanticScholarBatchResolver",
     "s2_batch_files",
     "s2_batch_key",
@@ -50,6 +59,9 @@ S2_BATCH_FIELDS: Final = "externalIds,openAccessPdf"
 
 S2_BATCH_CAP: Final = 500
 """Most ids S2 accepts in one batch request (more gives a 400)."""
+
+S2_RECORD_KIND: Final = f"s2-batch fields={S2_BATCH_FIELDS}"
+"""The name the batch's per-id records are kept under in the persistent cache."""
 
 _CREDENTIAL: Final = "semantic_scholar_api_key"
 
@@ -108,7 +120,9 @@ async def _records(
     async def lookup(ids: list[str]) -> dict[str, dict[str, Any]] | None:
         return await _post_chunk(http, ids, key)
 
-    return await bulk_lookup(keys, lookup, cap=S2_BATCH_CAP)
+    # The key changes the pace, not the answer: records are shared with and without one.
+    records = IdRecords(S2_RECORD_KIND, dict, json_object_record, () if key is None else (key,))
+    return await bulk_lookup(keys, lookup, cap=S2_BATCH_CAP, records=records, memo=http)
 
 
 async def s2_batch_records(
@@ -124,7 +138,9 @@ async def s2_batch_records(
     ``null`` for it, or its chunk failed. A chunk never answered (transport
     failure, or 429/5xx after retries) puts its indices in ``abandoned``; a 404,
     another 4xx, or a body that is not an aligned JSON array is logged and
-    leaves its values ``None`` without abandoning them. Records shared by
+    leaves its values ``None`` without abandoning them. With a persistent
+    cache on ``http`` (a session), each record (or ``null``) is kept per id
+    and an id answered before is not asked again. Records shared by
     repeated bundles are the same object: do not mutate them.
     """
     return await _records([s2_batch_key(ids) for ids in batch], http, api_key)

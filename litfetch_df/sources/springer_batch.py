@@ -28,11 +28,19 @@ from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ._common import usable_credential
-from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer
+from .bulk_recipe import (
+    BulkKey,
+    BulkResult,
+    IdRecords,
+    bulk_lookup,
+    chunk_answer,
+    json_object_record,
+)
 from .springer import SPRINGER_META_URL, springer_meta_files, springer_serves
 
 __all__ = [
     "SPRINGER_BATCH_CAP",
+    "SPRINGER_RECORD_KIND",
     "springer_batch_files",
     "springer_batch_key",
     "springer_batch_records",
@@ -42,6 +50,9 @@ log = get_logger(__name__)
 
 SPRINGER_BATCH_CAP: Final = 50
 """DOIs OR-ed into one Meta query (the syntax is unverified; 50 keeps a page whole)."""
+
+SPRINGER_RECORD_KIND: Final = "springer-meta"
+"""The name each DOI's Meta record is kept under in the persistent cache."""
 
 _CREDENTIAL: Final = "springer_meta_api_key"
 
@@ -128,8 +139,9 @@ async def springer_batch_records(
     record for it, or when its chunk failed. A chunk never answered (transport
     failure, or 429/5xx after retries) puts its indices in ``abandoned``; any
     other non-200 (a 401 for a wrong key, say) or a body that is not JSON is
-    logged and leaves the values ``None``. Records may echo the key: never
-    persist them.
+    logged and leaves the values ``None``. Records may echo the key: with a
+    persistent cache on ``http`` (a session) each record that does not is
+    kept per DOI (absence too), and a DOI answered before is not asked again.
     """
     key = usable_credential(credentials, _CREDENTIAL)
     if key is None:
@@ -139,7 +151,11 @@ async def springer_batch_records(
         return await _chunk(http, dois, key)
 
     keys = [springer_batch_key(ids) for ids in batch]
-    return await bulk_lookup(keys, lookup, cap=SPRINGER_BATCH_CAP, alone=_alone)
+    # A record echoing the key is never kept (IdRecords.secrets): it is asked again instead.
+    records = IdRecords(SPRINGER_RECORD_KIND, dict, json_object_record, (key,))
+    return await bulk_lookup(
+        keys, lookup, cap=SPRINGER_BATCH_CAP, alone=_alone, records=records, memo=http
+    )
 
 
 async def springer_batch_files(

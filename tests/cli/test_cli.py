@@ -151,11 +151,11 @@ def test_interrupt_writes_the_finished_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame import onepass, pipeline
+    from litfetch_df.frame.steps import licences as licence_step
 
     # The third article's licence presses Ctrl-C and never ends; the others finish.
-    interrupting, _ = ctrl_c_on_call(pipeline._licence_work, 3, settle=0.2)
-    monkeypatch.setattr(onepass, "_licence_work", interrupting)
+    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=0.2)
+    monkeypatch.setattr(licence_step, "licence_work", interrupting)
     out = tmp_path / "partial.csv"
     code = run(
         ["run", str(export), "-o", str(out), "--no-progress", "-q", "--concurrency", "1"], world

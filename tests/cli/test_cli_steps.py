@@ -406,11 +406,11 @@ def test_an_interrupt_in_a_subset_of_steps_counts_the_unfinished_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame import onepass, pipeline
+    from litfetch_df.frame.steps import licences as licence_step
 
     # The second article's licence presses Ctrl-C and never ends.
-    interrupting, _ = ctrl_c_on_call(pipeline._licence_work, 2, settle=0.2)
-    monkeypatch.setattr(onepass, "_licence_work", interrupting)
+    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 2, settle=0.2)
+    monkeypatch.setattr(licence_step, "licence_work", interrupting)
     out = tmp_path / "out.csv"
     argv = ["run", str(export), "-o", str(out), "--steps", "licences", "--no-progress", "-q"]
     code = run([*argv, "--concurrency", "1", *CONTACT], world)

@@ -1,0 +1,147 @@
+"""Holding a unit's requests back until a bulk lookup that may answer them is in.
+
+The bulk lookups of a call (:mod:`~litfetch_df.frame.bulk`) run while the
+units already work. A per-article request one of them may prime waits for
+it, and its unit gives its concurrency slot to another unit meanwhile, so
+no request is spent on an answer the lookup brings anyway, and the units
+need not wait for the slowest lookup to begin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from .._http import Rate
+from .._store import CachedResponse
+from ..session import Session
+from . import bulk
+
+__all__ = ["Gates", "Slot", "UnitHttp"]
+
+
+class Gates:
+    """The bulk lookups still running, and which per-article requests wait for them."""
+
+    def __init__(self) -> None:
+        self._lookups: list[tuple[bulk.Service, asyncio.Task[list[str]]]] = []
+
+    def add(self, service: bulk.Service, task: asyncio.Task[list[str]]) -> None:
+        """Hold requests ``service`` may prime until ``task`` (its lookup) is done."""
+        self._lookups.append((service, task))
+
+    def blocking(self, url: str) -> set[asyncio.Task[list[str]]]:
+        """Return the unfinished lookups a request to ``url`` should wait for."""
+        return {t for s, t in self._lookups if not t.done() and bulk.may_prime(s, url)}
+
+    async def close(self) -> None:
+        """Stop the lookups still running (the pass ended early) and wait for them."""
+        tasks = [t for _, t in self._lookups]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Slot:
+    """One unit's share of the pass's concurrency, given up while it waits for a bulk lookup.
+
+    ``concurrency`` bounds the units that are working; a unit waiting for a
+    lookup is not working, so it lets another unit start meanwhile and takes a
+    slot back once the lookup is in.
+    """
+
+    def __init__(self, slots: asyncio.Semaphore) -> None:
+        self._slots = slots
+        self._held = True  # the pass acquired it before starting the unit
+        self._waiting = 0
+        self._taking = asyncio.Lock()
+
+    async def wait_for(self, lookups: set[asyncio.Task[list[str]]]) -> None:
+        """Wait until ``lookups`` are done, holding no slot meanwhile."""
+        self._waiting += 1
+        self.release()
+        try:
+            await asyncio.wait(lookups)
+        finally:
+            self._waiting -= 1
+        async with self._taking:
+            # The unit's other requests may still be waiting: the last one takes the slot.
+            if not self._held and self._waiting == 0:
+                await self._slots.acquire()
+                self._held = True
+
+    def release(self) -> None:
+        """Give the slot back (idempotent)."""
+        if self._held:
+            self._held = False
+            self._slots.release()
+
+
+class UnitHttp:
+    """A unit's scope as the ``Http`` its steps ask through, holding gated requests back.
+
+    Requests, pacing, caching and failures are the scope's; only a request a
+    running bulk lookup may answer waits for that lookup first.
+    """
+
+    def __init__(self, scope: Session, gates: Gates, slot: Slot) -> None:
+        self._scope = scope
+        self._gates = gates
+        self._slot = slot
+
+    @property
+    def contact(self) -> str | None:
+        """The session's contact email."""
+        return self._scope.contact
+
+    async def _gate(self, url: str) -> None:
+        lookups = self._gates.blocking(url)
+        if lookups:
+            await self._slot.wait_for(lookups)
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+        follow_redirects: bool = False,
+    ) -> httpx.Response:
+        """The scope's GET, once no running bulk lookup may answer it."""
+        await self._gate(url)
+        return await self._scope.get(
+            url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
+        )
+
+    async def held(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CachedResponse | None:
+        """The scope's held answer for a GET (nothing sent), once its bulk lookup is in.
+
+        Waiting makes what is read independent of timing: a lookup still
+        running may yet prime the answer.
+        """
+        await self._gate(url)
+        return await self._scope.held(url, params=params, headers=headers)
+
+    async def post(
+        self,
+        url: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        rate: Rate = Rate.DEFAULT,
+    ) -> httpx.Response:
+        """The scope's POST, once no running bulk lookup may answer it."""
+        await self._gate(url)
+        return await self._scope.post(url, json=json, params=params, headers=headers, rate=rate)

@@ -1,0 +1,223 @@
+"""The licences step: access terms from the body a row holds, the rest from the services.
+
+Read from the body bytes where the row holds a body (``body`` or
+``body_path``; basis ``'artifact'``), else — or for whatever the bytes leave
+out, typically the access status — asked of Unpaywall by DOI (basis
+``'unpaywall'``; needs a contact), and as a last resort for the licence,
+Crossref's deposited ``license[]`` (basis ``'crossref'``). Rows of one
+bundle that hold different bodies are judged apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import warnings
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final, cast
+
+from ..._http import Http, get_logger
+from ...files import Blob, File, FileKind
+from ...ids import ArticleIds
+from ...metadata import SourceMetadata
+from .. import bulk
+from ..context import CallContext
+from ..engine import Job, UnitStep
+from ..licence_family import licence_family
+from ..oa_status import service_oa_status
+from ..plan import Plan
+from ..table import text
+from .bodies import BODY_COLUMNS, WRITTEN_BLOB, WRITTEN_PATH
+
+__all__ = ["LicenceInput", "LicencesStep", "licence_work"]
+
+log = get_logger(__name__)
+
+_DTYPES: Final = {
+    "licence": "string",
+    "licence_family": "string",
+    "access": "string",
+    "oa_status": "string",
+    "licence_basis": "string",
+    "access_basis": "string",
+    "licence_error": "string",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LicenceInput:
+    """What one licence unit reads: the bundle, and the body bytes (or file) the row holds."""
+
+    ids: ArticleIds
+    body: Blob | str | None
+    media_type: str | None
+    source: str | None
+
+
+def _held_body(body: object, path: object) -> tuple[Hashable, Blob | str | None]:
+    """Return a row's body for the licence step and a token naming it (rows share by token).
+
+    A Blob in ``body`` wins, then a file at ``body_path``; neither gives ``(None, None)``.
+    """
+    if isinstance(body, Blob):
+        return ("blob", id(body)), body
+    if isinstance(path, str | os.PathLike):
+        where = os.fspath(cast("str | os.PathLike[str]", path))
+        return ("path", where), where
+    return None, None
+
+
+def _extract(blob: Blob) -> SourceMetadata:
+    from ...operations.licence import extract_source_metadata
+
+    try:
+        return extract_source_metadata(blob)
+    except Exception as exc:  # unreadable bytes carry no licence; Unpaywall may still know
+        log.debug("no licence from the body bytes: %s", type(exc).__name__)
+        return SourceMetadata()
+
+
+async def licence_work(
+    http: Http, item: LicenceInput, credentials: Mapping[str, object] | None = None
+) -> SourceMetadata:
+    """Terms from the body bytes; what they leave out from Unpaywall, held answers, Crossref.
+
+    Unpaywall is asked for every row with a DOI: besides any licence or access
+    status the bytes leave out, it is the main source of the article's
+    open-access colour (``oa_status``), which a body's ``open-access`` does not
+    give. A licence still missing comes from Crossref's deposit; whatever is
+    still missing then is read from the Semantic Scholar, OpenAlex and Europe
+    PMC answers the session already holds (no request; see
+    :func:`~litfetch_df.operations.service_terms.service_terms`).
+    """
+    body = item.body
+    meta = SourceMetadata()
+    if body is not None:
+        if isinstance(body, Blob):
+            blob = body
+        else:
+            content = await asyncio.to_thread(Path(body).read_bytes)
+            file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
+            blob = Blob(file, content)
+        meta = await asyncio.to_thread(_extract, blob)
+    from ...operations.service_terms import service_terms
+
+    if item.ids.doi is None:
+        # PMCID-only rows may still be in Europe PMC's held answers, PMID-only in S2's.
+        return await service_terms(http, item.ids, meta, credentials=credentials)
+    from ...operations.access import fill_missing_terms, resolve_access
+
+    asserted = await resolve_access(http, item.ids)
+    merged = fill_missing_terms(meta, asserted)
+    status = service_oa_status(asserted)
+    if status is not None:
+        merged = dataclasses.replace(merged, oa_status=status)
+    if merged.licence is None:
+        # The publisher's own deposit, version of record first, before the services' word.
+        merged = await _crossref_licence(http, item.ids.doi, merged)
+    return await service_terms(http, item.ids, merged, credentials=credentials)
+
+
+async def _crossref_licence(http: Http, doi: str, meta: SourceMetadata) -> SourceMetadata:
+    """Fill a missing licence from the DOI's Crossref ``license[]`` (basis ``'crossref'``).
+
+    The last resort: neither the body nor Unpaywall named a licence. Crossref
+    states what the publisher deposited, the version of record's licence first;
+    it says nothing of access. The frame answers this request from its bulk
+    Crossref lookup (100 DOIs a request), so it costs no per-row request.
+    """
+    from ...sources.crossref import crossref_licence, fetch_crossref_work
+
+    record = await fetch_crossref_work(http, doi)
+    found = crossref_licence(record) if record is not None else SourceMetadata()
+    if found.licence is None:
+        return meta
+    return dataclasses.replace(meta, licence=found.licence, basis="crossref")
+
+
+def _warn_without_contact(method: str) -> None:
+    warnings.warn(
+        f"{method}(): no contact email is set, so Unpaywall cannot be asked; rows "
+        "without licence-bearing body bytes get at most the licence the publisher "
+        "deposited with Crossref and what Semantic Scholar, OpenAlex or Europe PMC "
+        "already stated, and oa_status is NA for the others. "
+        "Pass contact='you@example.org' "
+        "or set LITFETCH_DF_CONTACT.",
+        UserWarning,
+        stacklevel=5,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LicencesStep(UnitStep):
+    """Report each row's access terms; ``caller`` names the method in the no-contact warning.
+
+    ``credentials`` are the call's: the held answers are read with the keys
+    the bulk lookups were made with.
+    """
+
+    name: ClassVar[str] = "licences"
+    error_column: ClassVar[str] = "licence_error"
+    desc: ClassVar[str] = "licences"
+    reads: ClassVar[tuple[str, ...]] = BODY_COLUMNS
+
+    caller: str = "licences"
+    credentials: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+    @property
+    def dtypes(self) -> Mapping[str, str]:
+        """The licence, its family, access, OA status, their bases, ``licence_error``."""
+        return _DTYPES
+
+    def services(self) -> frozenset[bulk.Service]:
+        """Crossref, the licence's last resort (Unpaywall has no bulk form).
+
+        The Semantic Scholar, OpenAlex and Europe PMC answers that state terms
+        are read only where the call holds them anyway (in ``run()``, the
+        bodies and file-set steps' lookups; else the persistent cache): asking
+        for them here would cost requests for rows whose bytes already said it all.
+        """
+        return bulk.for_licences()
+
+    def prepare(self, plan: Plan, ctx: CallContext) -> None:
+        """Warn once when rows with a DOI cannot ask Unpaywall (no contact)."""
+        if ctx.session.contact is None and any(plan.bundles[i].doi for i in plan.todo):
+            _warn_without_contact(self.caller)
+
+    def token(self, cells: Mapping[str, object]) -> Hashable:
+        """Rows of one bundle share the work when they hold the same body."""
+        return _held_body(cells.get("body"), cells.get("body_path"))[0]
+
+    async def work(self, http: Http, job: Job) -> SourceMetadata:
+        """The terms for the rows holding this body."""
+        _, held = _held_body(job.cells.get("body"), job.cells.get("body_path"))
+        if isinstance(held, str) and job.scratch.get(WRITTEN_PATH) == held:
+            # The bytes the bodies step just wrote are still in memory: no need to read them.
+            held = cast(Blob, job.scratch[WRITTEN_BLOB])
+        media, source = job.cells.get("body_media_type"), job.cells.get("body_source")
+        item = LicenceInput(job.ids, held, text(media), text(source))
+        return await licence_work(http, item, self.credentials)
+
+    def cells(self, value: Any) -> Mapping[str, object]:
+        """The licence cells (none for an empty answer)."""
+        meta = cast(SourceMetadata, value)
+        if meta.is_empty():
+            return {}
+        return {
+            "licence": meta.licence,
+            "licence_family": licence_family(meta.licence),
+            "access": meta.access,
+            "oa_status": meta.oa_status,
+            "licence_basis": meta.basis,
+            "access_basis": meta.access_from,
+        }
+
+    def empty(self, value: Any) -> bool:
+        """Nothing known of the terms."""
+        return cast(SourceMetadata, value).is_empty()
+
+    def label(self, value: Any) -> str | None:
+        """Where the licence came from."""
+        return cast(SourceMetadata, value).basis
