@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest docs demo bench bench-worlds bench-faults clean install
+.PHONY: test lint typecheck pytest docs demo bench bench-worlds bench-faults clean install \
+        test-oldest test-newest
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +35,47 @@ docs: $(STAMP)
 
 test: lint typecheck pytest docs
 
+# The supported range, tested at both ends (README, "Supported versions"). Each end has its own
+# venv and runs the tests and the notebooks; lint, types and docs run in `make test` only.
+# oldest: Python 3.11 with every dependency at its declared minimum (ci/constraints-oldest.txt);
+# newest: the newest Python here with the newest releases. A pyenv-installed Python is found
+# when its shim cannot run it. `rm -rf .venv-newest` to pick up newer releases.
+find_python = $(firstword $(shell $(1) -c '' 2>/dev/null && echo $(1)) \
+                $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/$(2).*/bin/$(1)))))
+PYTHON_OLDEST ?= $(call find_python,python3.11,3.11)
+PYTHON_NEWEST ?= $(call find_python,python3.13,3.13)
+PYTEST_ALL     = -m pytest -q -p no:cacheprovider --nbmake tests notebooks
+SHOW_VERSIONS  = -c "import sys, pandas, numpy, pyarrow, httpx, lxml.etree as e, tqdm, ipywidgets; \
+	print('Python', sys.version.split()[0], '| pandas', pandas.__version__, '| numpy', \
+	numpy.__version__, '| pyarrow', pyarrow.__version__, '| httpx', httpx.__version__, \
+	'| lxml', '.'.join(map(str, e.LXML_VERSION[:3])), '| tqdm', tqdm.__version__, \
+	'| ipywidgets', ipywidgets.__version__)"
+
+.venv-oldest/.installed: pyproject.toml ci/constraints-oldest.txt
+	@test -n "$(PYTHON_OLDEST)" || { echo "test-oldest needs python3.11 (PYTHON_OLDEST=...)"; exit 1; }
+	rm -rf .venv-oldest
+	$(PYTHON_OLDEST) -m venv .venv-oldest
+	.venv-oldest/bin/python -m pip install --quiet --upgrade pip
+	.venv-oldest/bin/python -m pip install --quiet -c ci/constraints-oldest.txt -e '.[test]'
+	touch $@
+
+.venv-newest/.installed: pyproject.toml
+	@test -n "$(PYTHON_NEWEST)" || { echo "test-newest needs python3.13 (PYTHON_NEWEST=...)"; exit 1; }
+	rm -rf .venv-newest
+	$(PYTHON_NEWEST) -m venv .venv-newest
+	.venv-newest/bin/python -m pip install --quiet --upgrade pip
+	.venv-newest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager \
+		-e '.[test,parquet,plot]'
+	touch $@
+
+test-oldest: .venv-oldest/.installed
+	.venv-oldest/bin/python $(SHOW_VERSIONS)
+	.venv-oldest/bin/python $(PYTEST_ALL)
+
+test-newest: .venv-newest/.installed
+	.venv-newest/bin/python $(SHOW_VERSIONS)
+	.venv-newest/bin/python $(PYTEST_ALL)
+
 demo: $(STAMP)
 	$(BIN)/litfetch-df demo --output demo-result.csv
 
@@ -50,4 +92,4 @@ bench-faults: $(STAMP)
 	$(BIN)/python -m benchmarks --scenario faults --faults 0.3 $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .venv-oldest .venv-newest .mypy_cache .ruff_cache build *.egg-info

@@ -87,8 +87,11 @@ HEADLINE = {
     "warm-subset": ("run",),
     "warm-extended": ("run",),
     "chained": ("resolve", "bodies", "files", "licences"),
-    "memory": ("resolve", "bodies"),
+    "memory": ("run",),
 }
+
+MEMORY_CEILING_MB = 300.0
+"""Issue 14: ``df.lit.run()`` with ``out_dir`` at N=20,000 must peak under this."""
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -391,7 +394,27 @@ def run_requests_scenario(
         report.extra["traceback"] = "\n" + result["traceback"]
     if "out_dir_files" in result:
         report.extra["files written to out_dir"] = result["out_dir_files"]
+    if name == "memory":
+        report.extra.update(memory_lines(result))
     return report
+
+
+def memory_lines(result: Mapping[str, Any]) -> dict[str, str]:
+    """The memory scenario's figures: the run's peak RSS against the frame alone.
+
+    The baseline is the client's RSS with pandas, the library and the input
+    frame loaded and nothing run, measured in the same process just before;
+    the ratio and the difference are what the run added, the ceiling is issue 14's.
+    """
+    peak, base = result.get("peak_rss_mb"), result.get("baseline_rss_mb")
+    if not isinstance(peak, int | float) or not isinstance(base, int | float) or base <= 0:
+        return {}
+    verdict = "under" if peak < MEMORY_CEILING_MB else "OVER"
+    return {
+        "baseline RSS (frame alone)": f"{base:.0f} MB",
+        "peak RSS / baseline": f"{peak / base:.2f} (the run added {peak - base:.0f} MB)",
+        "ceiling": f"{verdict} {MEMORY_CEILING_MB:.0f} MB (peak {peak:.0f} MB)",
+    }
 
 
 def _compact_counts(counts: Mapping[str, int]) -> str:

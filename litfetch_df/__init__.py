@@ -14,7 +14,7 @@ from ._limiter import HostLimit, HostParked, LimiterState
 from ._oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_access
 from ._version import __version__
 from .cache import CacheInfo, ResponseCache
-from .files import ELSEVIER_XML, INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
+from .files import ELSEVIER_XML, INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind, Saved
 from .frame import (
     Interrupted,
     Options,
@@ -93,6 +93,7 @@ __all__ = [
     "Resolver",
     "ResponseCache",
     "RetryPolicy",
+    "Saved",
     "SemanticScholarFileSource",
     "SemanticScholarResolver",
     "Session",

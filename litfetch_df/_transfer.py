@@ -32,13 +32,15 @@ import ipaddress
 import json
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Final
+from pathlib import Path
+from typing import Any, Final, Protocol, runtime_checkable
 
 import httpx
 
-from ._http import UpstreamUnavailable
+from ._clock import Clock, SystemClock
+from ._http import Http, Rate, UpstreamUnavailable
 from ._xml import narrow_xml, root_name
 
 __all__ = [
@@ -46,12 +48,17 @@ __all__ = [
     "BodyTooLarge",
     "Bounds",
     "DeadlineExceeded",
+    "Downloaded",
+    "Downloader",
+    "HeadCheck",
     "RedirectRefused",
+    "Sink",
     "UnexpectedPayload",
     "check_payload",
     "check_redirect",
     "is_public_host",
     "send_bounded",
+    "stream_bounded",
 ]
 
 DEFAULT_MAX_BODY_BYTES: Final = 128 * 2**20
@@ -109,30 +116,83 @@ async def send_bounded(
     content: bytes | None,
     follow_redirects: bool,
     bounds: Bounds,
+    clock: Clock | None = None,
 ) -> httpx.Response:
     """Make one attempt of a request within ``bounds``; return the response, its body read.
 
     Redirects, when followed, are followed here hop by hop (the client is
-    always asked not to), so that the policy judges every hop.
+    always asked not to), so that the policy judges every hop. The deadline
+    runs on ``clock`` (default: the event loop's own time).
     """
     request = client.build_request(method, url, params=params, headers=headers, content=content)
     attempt = _attempt(client, request, follow_redirects, bounds)
-    if bounds.deadline is None:
+    return await _within_deadline(attempt, request, bounds, clock)
+
+
+async def _within_deadline(
+    attempt: Coroutine[Any, Any, httpx.Response],
+    request: httpx.Request,
+    bounds: Bounds,
+    clock: Clock | None,
+) -> httpx.Response:
+    deadline = bounds.deadline
+    if deadline is None:
         return await attempt
-    try:
-        async with asyncio.timeout(bounds.deadline):
-            return await attempt
-    except TimeoutError:
-        # Raised outside the block: the cancelled transfer must not ride along as context.
-        pass
+    if clock is None or isinstance(clock, SystemClock):
+        try:
+            async with asyncio.timeout(deadline):
+                return await attempt
+        except TimeoutError:
+            # Raised outside the block: the cancelled transfer must not ride along as context.
+            pass
+    elif (answered := await _race(attempt, clock, deadline)) is not None:
+        return answered
     raise DeadlineExceeded(
-        f"no whole answer within the {bounds.deadline:g}s deadline from {request.url.host}"
+        f"no whole answer within the {deadline:g}s deadline from {request.url.host}"
     )
+
+
+async def _race(
+    attempt: Coroutine[Any, Any, httpx.Response], clock: Clock, deadline: float
+) -> httpx.Response | None:
+    """Await ``attempt`` until ``clock`` has slept ``deadline``; ``None`` when it has not ended.
+
+    The deadline on an injected clock (a test's virtual one), which the event
+    loop's own timeouts cannot read.
+    """
+    work = asyncio.ensure_future(attempt)
+    timer = asyncio.ensure_future(clock.sleep(deadline))
+    try:
+        await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        if not work.done():
+            work.cancel()
+            # Wait for the transfer to close its response before saying why.
+            await asyncio.gather(work, return_exceptions=True)
+    if work.cancelled():
+        return None
+    return work.result()
 
 
 async def _attempt(
     client: httpx.AsyncClient, request: httpx.Request, follow: bool, bounds: Bounds
 ) -> httpx.Response:
+    response = await _open(client, request, follow, bounds)
+    try:
+        await _read_capped(response, bounds.max_body_bytes)
+    except BaseException:
+        await response.aclose()
+        raise
+    if response.is_success and response.status_code not in _NO_CONTENT:
+        check_payload(response, download=follow)
+    return response
+
+
+async def _open(
+    client: httpx.AsyncClient, request: httpx.Request, follow: bool, bounds: Bounds
+) -> httpx.Response:
+    """Send ``request`` (following redirects hop by hop when ``follow``); body still unread."""
     response = await client.send(request, stream=True, follow_redirects=False)
     try:
         history: list[httpx.Response] = []
@@ -145,12 +205,9 @@ async def _attempt(
             history.append(response)
             response = await client.send(hop, stream=True, follow_redirects=False)
             response.history = list(history)
-        await _read_capped(response, bounds.max_body_bytes)
     except BaseException:
         await response.aclose()
         raise
-    if response.is_success and response.status_code not in _NO_CONTENT:
-        check_payload(response, download=follow)
     return response
 
 
@@ -251,21 +308,34 @@ def check_payload(response: httpx.Response, *, download: bool = False) -> None:
     against the type it was listed as). An empty body passes unless it claims
     JSON.
     """
-    content = response.content
-    declared = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    host = response.request.url.host
-    kind = _kind_of(declared, content)
-    problem: str | None = None
-    if kind == "json":
-        problem = _json_problem(content)
-    elif kind == "xml":
-        problem = _xml_problem(content)
-    elif kind == "pdf":
-        problem = _pdf_problem(content)
-    elif kind == "html" and not download:
-        problem = "an HTML page where data was expected"
+    problem = _payload_problem(_declared(response), response.content, download=download)
     if problem is not None:
-        raise UnexpectedPayload(f"{problem} from {host}")
+        raise UnexpectedPayload(f"{problem} from {response.request.url.host}")
+
+
+def _declared(response: httpx.Response) -> str:
+    declared: str = response.headers.get("content-type", "")
+    return declared.split(";", 1)[0].strip().lower()
+
+
+def _payload_problem(
+    declared: str, content: bytes, *, download: bool, whole: bool = True
+) -> str | None:
+    """Say how ``content`` is not a whole answer of its kind, or ``None``.
+
+    ``whole=False``: ``content`` is the start and the end of a longer body
+    (a streamed download), so JSON, which only a whole parse can judge, passes.
+    """
+    kind = _kind_of(declared, content)
+    if kind == "json":
+        return _json_problem(content) if whole else None
+    if kind == "xml":
+        return _xml_problem(content)
+    if kind == "pdf":
+        return _pdf_problem(content)
+    if kind == "html" and not download:
+        return "an HTML page where data was expected"
+    return None
 
 
 def _kind_of(declared: str, content: bytes) -> str | None:
@@ -325,3 +395,175 @@ def _pdf_problem(content: bytes) -> str | None:
     if b"%PDF-" not in content[:1024]:
         return "not a PDF (no %PDF- header)"
     return None
+
+
+# -- streamed downloads -------------------------------------------------------------------------
+
+
+class Sink(Protocol):
+    """Where :func:`stream_bounded` puts a body: anything with ``write(bytes)``."""
+
+    def write(self, data: bytes, /) -> object:
+        """Take the next piece of the body."""
+        ...
+
+
+HeadCheck = Callable[[bytes], None]
+"""Judges a download's first bytes (1 KiB or more, or all of a shorter body); raises to refuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class Downloaded:
+    """What a streamed download ended with.
+
+    ``path`` is where the body now is (only after a 200; ``None`` otherwise,
+    and nothing was written); ``size`` its length in bytes and ``sha256`` its
+    hex digest, both of the decoded body as written.
+    """
+
+    status_code: int
+    path: Path | None = None
+    size: int = 0
+    sha256: str | None = None
+
+
+@runtime_checkable
+class Downloader(Http, Protocol):
+    """An :class:`~litfetch_df._http.Http` that can also stream a GET's body to a file.
+
+    :class:`~litfetch_df.Session` implements it; an ``Http`` without it is
+    served by reading the body into memory and writing it afterwards.
+    """
+
+    async def download_to(
+        self,
+        url: str,
+        path: str | Path,
+        *,
+        head_check: HeadCheck | None = None,
+        rate: Rate = Rate.DEFAULT,
+        follow_redirects: bool = True,
+    ) -> Downloaded:
+        """Stream a paced, retried GET of ``url`` into ``path``; see :meth:`Session.download_to`."""
+        ...
+
+
+# How much of a streamed body's start is kept for the checks (a DOCTYPE may be long), and
+# how much of its end (an XML root must close there). Both are multiples of four, so a
+# UTF-16 or UTF-32 body's start and end still join at a whole code unit.
+_HEAD_KEPT: Final = 64 * 1024
+_TAIL_KEPT: Final = 8 * 1024
+# The first bytes judged before any more of the body is taken.
+_HEAD_JUDGED: Final = 1024
+
+
+async def stream_bounded(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None,
+    follow_redirects: bool,
+    bounds: Bounds,
+    sink: Sink,
+    head_check: HeadCheck | None = None,
+    clock: Clock | None = None,
+) -> httpx.Response:
+    """Make one bounded GET attempt, streaming a 2xx body into ``sink``; return the response.
+
+    Every bound of :func:`send_bounded` holds: the deadline covers the whole
+    transfer, the size cap aborts it as soon as it is passed, redirects are
+    judged hop by hop. The body is never held whole: only its first 64 KiB
+    and last 8 KiB are kept, for the checks. Its first KiB is judged before
+    the rest is taken (a PDF must say ``%PDF-``; then ``head_check``, which
+    raises to refuse it), and its end when it ends (an XML root must close).
+    The response's own ``content`` stays empty for a 2xx; any other status's
+    (short) body is read into it under the cap, as :func:`send_bounded` does.
+    """
+    request = client.build_request("GET", url, headers=headers)
+    attempt = _stream_attempt(client, request, follow_redirects, bounds, sink, head_check)
+    return await _within_deadline(attempt, request, bounds, clock)
+
+
+async def _stream_attempt(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    follow: bool,
+    bounds: Bounds,
+    sink: Sink,
+    head_check: HeadCheck | None,
+) -> httpx.Response:
+    response = await _open(client, request, follow, bounds)
+    try:
+        if response.is_success and response.status_code not in _NO_CONTENT:
+            await _stream_capped(response, bounds.max_body_bytes, sink, head_check)
+        else:
+            await _read_capped(response, bounds.max_body_bytes)
+    except BaseException:
+        await response.aclose()
+        raise
+    return response
+
+
+class _Sample:
+    """The start and the end of a streamed body, kept for the payload checks."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.whole = True
+
+    def add(self, chunk: bytes) -> None:
+        room = _HEAD_KEPT - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - _TAIL_KEPT
+        if excess > _TAIL_KEPT:  # trimmed in batches, so the copying stays linear
+            del self.tail[: excess - excess % 4]
+            self.whole = False
+
+    def content(self) -> bytes:
+        return bytes(self.head + self.tail)
+
+
+async def _stream_capped(
+    response: httpx.Response, cap: int | None, sink: Sink, head_check: HeadCheck | None
+) -> None:
+    host = response.request.url.host
+    if cap is not None:
+        declared_length = response.headers.get("content-length", "")
+        if declared_length.strip().isdigit() and int(declared_length) > cap:
+            size = int(declared_length)
+            raise BodyTooLarge(f"answer of {size} bytes from {host} is over the cap")
+    declared = _declared(response)
+    sample = _Sample()
+    size = 0
+    judged = False
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if cap is not None and size > cap:
+            raise BodyTooLarge(f"answer from {host} is over the cap of {cap} bytes")
+        sample.add(chunk)
+        if not judged and len(sample.head) >= _HEAD_JUDGED:
+            _judge_head(declared, bytes(sample.head), host, head_check)
+            judged = True
+        sink.write(chunk)
+    if not judged:
+        _judge_head(declared, bytes(sample.head), host, head_check)
+    problem = _payload_problem(declared, sample.content(), download=True, whole=sample.whole)
+    if problem is not None:
+        raise UnexpectedPayload(f"{problem} from {host}")
+    response._content = b""  # the body went to the sink; an empty one says "not here"
+    await response.aclose()
+
+
+def _judge_head(declared: str, head: bytes, host: str, head_check: HeadCheck | None) -> None:
+    if _kind_of(declared, head) == "pdf":
+        problem = _pdf_problem(head)
+        if problem is not None:
+            raise UnexpectedPayload(f"{problem} from {host}")
+    if head_check is not None:
+        head_check(head)

@@ -20,6 +20,7 @@ __all__ = [
     "Blob",
     "File",
     "FileKind",
+    "Saved",
     "format_size",
     "media_label",
 ]
@@ -136,3 +137,22 @@ class Blob:
         """One short line: format, size of the bytes, source (``JATS 104 kB · pmc_oa_s3``)."""
         label = media_label(self.file.media_type, self.file.filename)
         return f"{label} {format_size(len(self.content))} · {self.file.source}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Saved:
+    """A :class:`File` downloaded straight to disk: where, how many bytes, their SHA-256.
+
+    What :meth:`~litfetch_df.Session.fetch_file_to` returns instead of a
+    :class:`Blob` when the bytes must not be held in memory.
+    """
+
+    file: File
+    path: str
+    size: int
+    sha256: str
+
+    def __str__(self) -> str:
+        """One short line: format, size, source (``PDF 1.2 MB · unpaywall``)."""
+        label = media_label(self.file.media_type, self.file.filename)
+        return f"{label} {format_size(self.size)} · {self.file.source}"

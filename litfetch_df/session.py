@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json as jsonlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -20,6 +21,7 @@ from urllib.parse import quote
 import httpx
 
 from . import _version
+from ._atomic import PartFile, write_atomic
 from ._clock import Clock, SystemClock
 from ._http import (
     RETRYABLE_STATUSES,
@@ -49,10 +51,15 @@ from ._transfer import (
     DEFAULT_MAX_BODY_BYTES,
     BodyTooLarge,
     Bounds,
+    Downloaded,
+    HeadCheck,
     RedirectRefused,
+    UnexpectedPayload,
+    check_payload,
     send_bounded,
+    stream_bounded,
 )
-from .files import Blob, File, FileKind
+from .files import Blob, File, FileKind, Saved
 from .ids import ArticleIds
 from .metadata import Related, SourceMetadata
 
@@ -304,7 +311,8 @@ class Session:
     def scope(self) -> Session:
         """Return a child session sharing this one's client, pacing and contact.
 
-        The child owns a response cache that lives while it is entered (``async with``).
+        The child owns a response cache that lives while it is entered (``async
+        with``), so a second ask of one request inside it costs nothing.
         """
         child = Session.__new__(Session)
         child._shared = self._shared
@@ -671,24 +679,10 @@ class Session:
             kept = memo.load(key)
             if kept is not None:
                 return _Replayed(kept, method)
+        entry = self._stored(key, method, url, params)
+        if entry is not None:
+            return _Replayed(entry, method)
         store = shared.store
-        if store is not None and not shared.refresh:
-            entry = store.load(key)
-            if entry is not None:
-                return _Replayed(entry, method)
-        if primed is not None:
-            # A stored answer (above) is a real one and beats a primed failure.
-            reason = primed.failure or "no answer"
-            self._note_failure(reason)
-            # Offline, the cache lacks this request's answer too: say so by the class.
-            unavailable = NotInCache if shared.offline else UpstreamUnavailable
-            raise unavailable(
-                f"{reason}: {method} {redact_url(httpx.URL(url, params=params or {}))}"
-            )
-        if shared.offline:
-            reason = f"not in cache: {method} {redact_url(httpx.URL(url, params=params or {}))}"
-            self._note_failure(reason)
-            raise NotInCache(reason)
         response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
         if _cacheable(response.status_code, rate) and (store is not None or memo is not None):
             entry = CachedResponse(
@@ -710,6 +704,120 @@ class Session:
                     log.warning("could not store a response in the cache: %s", type(exc).__name__)
         return response
 
+    async def download_to(
+        self,
+        url: str,
+        path: str | Path,
+        *,
+        head_check: HeadCheck | None = None,
+        rate: Rate = Rate.DEFAULT,
+        follow_redirects: bool = True,
+    ) -> Downloaded:
+        """Stream a paced, retried GET of ``url`` into the file ``path``; never hold it whole.
+
+        The body goes to a hidden ``.part`` file beside ``path`` under every
+        bound of an attempt (deadline, size cap, redirect policy; see
+        :attr:`bounds`), with its first KiB judged before the rest is taken
+        (``head_check`` raises to refuse it, e.g. an HTML page for a PDF). Only
+        a whole 200 is moved to ``path``, atomically; a transient failure
+        starts the file again on the next attempt, and anything else (a
+        refusal, a cap passed, every retry spent, a non-200) leaves neither
+        ``path`` changed nor a ``.part`` file behind.
+
+        Returns :class:`~litfetch_df._transfer.Downloaded`: the final status
+        and, after a 200, the path, size and SHA-256 of what was written.
+        Raises like :meth:`get` (:class:`UpstreamUnavailable` after every
+        retry, :class:`NotInCache` offline), and whatever ``head_check`` raises.
+
+        The persistent cache is read (an answer an earlier in-memory fetch
+        stored is written out from it, and an offline session answers only from
+        it) but a streamed body is never stored in it: storing would mean
+        holding it whole. See docs/adr/0015-streamed-downloads.md.
+        """
+        target = Path(path)
+        key = request_key("GET", url, None, None, follow_redirects, None)
+        stored = self._stored(key, "GET", url, None)
+        if stored is not None:
+            return await self._write_stored(stored, target, head_check)
+        sink: _DigestSink | None = None
+
+        def attempt(client: httpx.AsyncClient) -> Awaitable[httpx.Response]:
+            assert sink is not None
+            sink.rewind()  # a retry starts the file again
+            return stream_bounded(
+                client,
+                url,
+                headers=None,
+                follow_redirects=follow_redirects,
+                bounds=self._shared.bounds,
+                sink=sink,
+                head_check=head_check,
+                clock=self._shared.clock,
+            )
+
+        with PartFile(target) as part:
+            sink = _DigestSink(part)
+            response = await self._send_with_retries(
+                "GET", url, None, None, rate, follow_redirects, None, send=attempt
+            )
+            status = response.status_code
+            if status != 200:
+                await response.aclose()
+                return Downloaded(status)
+            part.commit()
+            return Downloaded(status, target, sink.size, sink.digest.hexdigest())
+
+    def _stored(
+        self, key: str, method: str, url: str, params: Mapping[str, str | int] | None
+    ) -> CachedResponse | None:
+        """The primed or persistent answer to a request, or ``None`` to ask the network.
+
+        Raises, as :meth:`_fetch` does, for a primed failure and for an offline miss.
+        """
+        shared = self._shared
+        primed = shared.primed.get(key)
+        if primed is not None and primed.response is not None:
+            return primed.response
+        store = shared.store
+        if store is not None and not shared.refresh:
+            entry = store.load(key)
+            if entry is not None:
+                return entry
+        if primed is None and not shared.offline:
+            return None
+        shown = redact_url(httpx.URL(url, params=params or {}))
+        if primed is not None:
+            # A stored answer (above) is a real one and beats a primed failure.
+            reason = primed.failure or "no answer"
+            self._note_failure(reason)
+            # Offline, the cache lacks this request's answer too: say so by the class.
+            unavailable = NotInCache if shared.offline else UpstreamUnavailable
+            raise unavailable(f"{reason}: {method} {shown}")
+        if shared.offline:
+            reason = f"not in cache: {method} {shown}"
+            self._note_failure(reason)
+            raise NotInCache(reason)
+        return None
+
+    async def _write_stored(
+        self, entry: CachedResponse, target: Path, head_check: HeadCheck | None
+    ) -> Downloaded:
+        """Write a stored answer out as :meth:`download_to` would have (it is in memory already)."""
+        if entry.status_code != 200:
+            return Downloaded(entry.status_code)
+        replayed = _Replayed(entry, "GET")
+        try:
+            check_payload(replayed, download=True)
+        except UnexpectedPayload:
+            # Stored before payloads were checked; a fresh session would fetch it again.
+            self._note_failure("a stored answer is not what it claims to be")
+            raise
+        if head_check is not None:
+            head_check(entry.content[:65536])
+        await asyncio.to_thread(write_atomic, target, entry.content)
+        digest = hashlib.sha256(entry.content).hexdigest()
+        return Downloaded(200, target, len(entry.content), digest)
+
     def _limiter(self, host: str, rate: Rate) -> HostLimiter:
         shared = self._shared
         limiter = shared.limiters.get(host)
@@ -728,6 +836,7 @@ class Session:
         rate: Rate,
         follow: bool,
         body: bytes | None,
+        send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]] | None = None,
     ) -> httpx.Response:
         shared = self._shared
         client = self.client
@@ -751,16 +860,20 @@ class Session:
                 shared.requests_sent += 1
                 shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
                 log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
-                response = await send_bounded(
-                    client,
-                    method,
-                    url,
-                    params=params,
-                    headers=headers,
-                    content=body,
-                    follow_redirects=follow,
-                    bounds=shared.bounds,
-                )
+                if send is not None:
+                    response = await send(client)
+                else:
+                    response = await send_bounded(
+                        client,
+                        method,
+                        url,
+                        params=params,
+                        headers=headers,
+                        content=body,
+                        follow_redirects=follow,
+                        bounds=shared.bounds,
+                        clock=shared.clock,
+                    )
             except httpx.TransportError as exc:
                 if last:
                     given_up = (
@@ -863,6 +976,30 @@ class Session:
 
         return await fileset.fetch_file(self, file, sources=sources, credentials=credentials)
 
+    async def fetch_file_to(
+        self,
+        file: File,
+        path: str | Path,
+        *,
+        sources: Sequence[FileSource] | None = None,
+        credentials: Mapping[str, object] | None = None,
+    ) -> Saved | None:
+        """Download one :class:`File` straight into ``path``; never hold it whole in memory.
+
+        Streamed through the source named by ``file.source`` under every bound
+        of an attempt, checked against the type it was listed as, written to a
+        ``.part`` file and moved to ``path`` only when whole. Returns
+        :class:`~litfetch_df.Saved` (path, size, SHA-256), or ``None`` when no
+        source claims the file, the source declines or the download fails
+        (nothing is written then). See
+        :func:`litfetch_df.operations.fileset.fetch_file_to`.
+        """
+        from .operations import fileset
+
+        return await fileset.fetch_file_to(
+            self, file, path, sources=sources, credentials=credentials
+        )
+
     async def resolve_access(
         self, article_ids: ArticleIds, *, email: str | None = None
     ) -> SourceMetadata:
@@ -920,6 +1057,27 @@ class _Replayed(httpx.Response):
     @request.setter
     def request(self, value: httpx.Request) -> None:
         self._request = value
+
+
+class _DigestSink:
+    """Where a download goes: a ``.part`` file, its bytes counted and hashed on the way."""
+
+    def __init__(self, part: PartFile) -> None:
+        self._part = part
+        self.size = 0
+        self.digest = hashlib.sha256()
+
+    def rewind(self) -> None:
+        self._part.rewind()
+        self.size = 0
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes, /) -> None:
+        # A plain write: it lands in the page cache in microseconds, far below a handoff
+        # to a thread per chunk.
+        self._part.fh.write(data)
+        self.size += len(data)
+        self.digest.update(data)
 
 
 def _cacheable(status_code: int, rate: Rate) -> bool:

@@ -39,7 +39,7 @@ def client() -> Iterator[Any]:
             n_workers=2,
             threads_per_worker=2,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # a free port: never one another cluster holds
             local_directory=scratch,
         ) as cluster,
         distributed.Client(cluster) as client,

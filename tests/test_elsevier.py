@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import logging
+import urllib.parse
 
 import pytest
 
 from litfetch_df import ELSEVIER_XML, ArticleIds, FileKind, Session
 from litfetch_df.sources.elsevier import (
+    ENTITLEMENT_PROBES,
     ElsevierFetcher,
     elsevier_xml_link,
     is_elsevier_api_url,
     is_full_text,
 )
 from tests.conftest import FAST_RETRY, data_json
-from tests.fake_upstream import FakeResponse, FakeUpstream, json_response, xml_response
+from tests.fake_upstream import (
+    FakeRequest,
+    FakeResponse,
+    FakeUpstream,
+    json_response,
+    xml_response,
+)
 from tests.test_crossref import CROSSREF, RECORDED, route_crossref
 
 ELSEVIER = "api.elsevier.com"
@@ -270,3 +280,114 @@ async def test_redirect_is_not_followed_with_the_key(fake: FakeUpstream) -> None
     async with Session(client_factory=fake.client_factory(), retry=FAST_RETRY) as s:
         assert await fetch(s) is None
     assert fake.count("collector.example") == 0
+
+
+# -- entitlement: closed articles are asked only until the key proves not entitled ----------------
+
+
+def route_world(fake: FakeUpstream, *, entitled: bool, failing: int = 0) -> None:
+    """Crossref records for ``10.1016/j.open.N`` (CC BY deposited) and ``10.1016/j.closed.N``
+    (no licence), shaped as the recorded one; Elsevier gives full text to open articles,
+    and to closed ones only when ``entitled``. The first ``failing`` Elsevier asks get 503."""
+    recorded = data_json("json", RECORDED[DOI.lower()])
+
+    def crossref(req: FakeRequest) -> FakeResponse:
+        doi = urllib.parse.unquote(req.path.removeprefix("/works/")).lower()
+        kind, number = doi.removeprefix("10.1016/j.").split(".")
+        message = copy.deepcopy(recorded["message"])
+        message["DOI"] = doi
+        pii = f"S{kind.upper()}{number}"
+        message["link"] = [
+            {
+                "URL": f"https://{ELSEVIER}/content/article/PII:{pii}?httpAccept=text/xml",
+                "content-type": "text/xml",
+                "content-version": "vor",
+                "intended-application": "text-mining",
+            }
+        ]
+        message["license"] = (
+            [
+                {
+                    "URL": "http://creativecommons.org/licenses/by/4.0/",
+                    "content-version": "vor",
+                    "delay-in-days": 0,
+                    "start": {"date-parts": [[2026, 1, 1]]},
+                }
+            ]
+            if kind == "open"
+            else []
+        )
+        return json_response({**recorded, "message": message})
+
+    asked: list[int] = []
+
+    def elsevier(req: FakeRequest) -> FakeResponse:
+        asked.append(1)
+        if len(asked) <= failing:
+            return FakeResponse(503, "busy")
+        open_ = "/PII:SOPEN" in req.path
+        return xml_response(FULL_TEXT if open_ or entitled else ABSTRACT_ONLY)
+
+    fake.route(CROSSREF, r"/works/.+", crossref)
+    fake.route(ELSEVIER, r"/content/article/.+", elsevier)
+
+
+async def fetch_all(session: Session, dois: list[str], fetcher: ElsevierFetcher) -> list[object]:
+    return list(
+        await asyncio.gather(
+            *(fetcher.fetch(ArticleIds(doi=d), credentials=CREDS, http=session) for d in dois)
+        )
+    )
+
+
+async def test_closed_articles_stop_being_asked_once_the_key_is_not_entitled(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    route_world(fake, entitled=False)
+    fetcher = ElsevierFetcher()
+    closed = [f"10.1016/j.closed.{i}" for i in range(8)]
+    opened = [f"10.1016/j.open.{i}" for i in range(3)]
+    got = await fetch_all(fake_session, [*closed, *opened], fetcher)  # all at once
+    assert got[:8] == [None] * 8 and all(b is not None for b in got[8:])
+    assert fetcher.entitled is False
+    closed_asks = [r for r in fake.requests(ELSEVIER) if "/PII:SCLOSED" in r.path]
+    assert len(closed_asks) == ENTITLEMENT_PROBES  # not 8
+    assert len(fake.requests(ELSEVIER)) == ENTITLEMENT_PROBES + 3  # open ones always asked
+
+
+async def test_one_closed_full_text_means_every_closed_article_is_asked(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    route_world(fake, entitled=True)
+    fetcher = ElsevierFetcher()
+    closed = [f"10.1016/j.closed.{i}" for i in range(6)]
+    got = await fetch_all(fake_session, closed, fetcher)
+    assert all(b is not None for b in got) and fetcher.entitled is True
+    assert len(fake.requests(ELSEVIER)) == 6
+
+
+async def test_a_failed_ask_is_no_evidence_and_an_insttoken_says_entitled(
+    fake: FakeUpstream, fake_session: Session, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    route_world(fake, entitled=True, failing=FAST_RETRY.max_attempts)
+    fetcher = ElsevierFetcher()
+    first = await fetcher.fetch(
+        ArticleIds(doi="10.1016/j.closed.1"), credentials=CREDS, http=fake_session
+    )
+    assert first is None and fetcher.entitled is None  # 503s: still not known
+    second = await fetcher.fetch(
+        ArticleIds(doi="10.1016/j.closed.2"), credentials=CREDS, http=fake_session
+    )
+    assert second is not None and fetcher.entitled is True
+
+    fake.reset_log()
+    token = "inst-token-77c0"
+    with_token = {**CREDS, "elsevier_insttoken": token}
+    blob = await ElsevierFetcher().fetch(
+        ArticleIds(doi="10.1016/j.closed.3"), credentials=with_token, http=fake_session
+    )
+    assert blob is not None
+    (asked,) = fake.requests(ELSEVIER)
+    assert asked.headers["x-els-insttoken"] == token
+    assert token not in caplog.text

@@ -11,6 +11,7 @@ plain columns whose ids read back as text.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,20 @@ def test_keys_never_reach_a_saved_file(tmp_path: Path) -> None:
     back = litfetch_df.read_parquet(tmp_path / "k.parquet")
     assert back.attrs["mine"] == "kept"
     assert back.attrs["litfetch_df"]["contact"] == "me@x.org"
+
+
+def test_reading_back_raises_no_warning_even_as_errors(tmp_path: Path) -> None:
+    # A caller running with warnings as errors reads its own file back on every supported
+    # pandas/pyarrow pair, including pandas 2.2.0 with pyarrow 14, whose conversion warns
+    # (the project-wide filter in pyproject.toml is reset here, so this checks the library).
+    frame = pd.DataFrame({"doi": pd.array(["10.1/a", None], dtype="string"), "n": [1, 2]})
+    frame.lit.to_parquet(tmp_path / "w.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = litfetch_df.read_parquet(tmp_path / "w.parquet")
+        table = litfetch_df.read_table(tmp_path / "w.parquet")
+    pd.testing.assert_frame_equal(back, frame)
+    assert table["doi"].tolist() == ["10.1/a", pd.NA] and table["n"].tolist() == ["1", "2"]
 
 
 async def test_csv_flattens_and_ids_read_back_as_text(world: FakeUpstream, tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._version": "values",
     "litfetch_df._xml": "values",
     "litfetch_df._frontmatter": "values",
+    "litfetch_df._atomic": "values",
     "litfetch_df.ids": "values",
     "litfetch_df.files": "values",
     "litfetch_df.metadata": "values",

@@ -292,7 +292,7 @@ class BackgroundLoop:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
-            target=self.loop.run_forever, name="litfetch_df-cluster-limiter", daemon=True
+            target=self.loop.run_forever, name="litfetch-dask-coordinator", daemon=True
         )
         self._thread.start()
 

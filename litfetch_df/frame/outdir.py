@@ -16,16 +16,17 @@ import hashlib
 import mimetypes
 import os
 import re
-import secrets
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final
 
+from .._atomic import PART_SUFFIX, open_part, write_atomic
 from ..files import ELSEVIER_XML, JATS_XML, PDF, File
 from ..ids import ArticleIds, doi_key
 
 __all__ = [
+    "PART_SUFFIX",
     "OutDir",
     "extension_for",
     "id_stem",
@@ -156,42 +157,6 @@ def safe_join(root: Path, *parts: str) -> Path:
     return target
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and a rename.
-
-    The rename is atomic on one filesystem, so ``path`` holds either its old
-    content or all of ``data``. Durability (fsync) is not forced: a crash may
-    lose a file but never leaves a truncated one under the final name. The file
-    is created with the usual ``0666`` less the umask, like any file the user writes.
-    """
-    with open_part(path) as (fh, _tmp):
-        fh.write(data)
-
-
-@contextlib.contextmanager
-def open_part(path: Path) -> Iterator[tuple[BinaryIO, Path]]:
-    """Open a temporary ``.part`` file beside ``path``; on a clean exit move it to ``path``.
-
-    On any error (or an interrupt) the temporary file is removed and ``path`` is
-    left as it was. Use it to stream a download to disk without holding it whole.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}"
-    # os.open with 0o666, not mkstemp (always 0600): the umask decides, as for any file.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh, tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-PART_SUFFIX: Final = ".part"
-
-
 def remove_leftovers(root: Path) -> int:
     """Remove the hidden ``.part`` files a killed run left in ``root`` and its subdirectories.
 
@@ -302,8 +267,16 @@ class OutDir:
         identity = repr((file.source, file.uri, file.filename, file.media_type))
         return self._claim([stem, safe_filename(name, fallback=file.source)], identity)
 
+    def checked(self, path: Path) -> Path:
+        """Return ``path`` (which must come from this object) checked again to lie inside.
+
+        Resolved anew, so a symbolic link planted since the name was handed out
+        cannot carry the write elsewhere; raises :class:`ValueError` if it would.
+        """
+        return safe_join(self.root, str(path.relative_to(self.root.resolve())))
+
     def write(self, path: Path, data: bytes) -> Path:
         """Write ``data`` atomically at ``path`` (which must come from this object)."""
-        checked = safe_join(self.root, str(path.relative_to(self.root.resolve())))
+        checked = self.checked(path)
         write_atomic(checked, data)
         return checked

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 import numpy as np
@@ -39,7 +41,7 @@ from ..serde import file_to_dict
 from .cells import FileSet, Relations, column_kinds
 from .provenance import restore_attrs, saved_attrs
 
-__all__ = ["METADATA_KEY", "read_parquet", "to_parquet"]
+__all__ = ["METADATA_KEY", "arrow_to_pandas_quietly", "read_parquet", "to_parquet"]
 
 METADATA_KEY: Final = b"litfetch_df"
 """The Parquet key-value metadata entry naming the columns of litfetch_df values."""
@@ -58,6 +60,25 @@ _FILE_FIELDS: Final = (
     "also_listed_by",
 )
 _RELATED_FIELDS: Final = ("relation", "pmid", "pmcid", "doi", "bookid")
+
+
+@contextmanager
+def arrow_to_pandas_quietly() -> Iterator[None]:
+    """Within this block, silence pandas 2.2.0's warning about pyarrow < 15's conversion.
+
+    pandas 2.2.0 deprecated building a frame from a block manager, which is how
+    pyarrow before 15 turns every table into pandas, so each read warned
+    (pandas-dev/pandas#56171; pandas 2.2.1 dropped the warning). The read itself
+    is sound: only that one message is silenced, so a caller running with
+    warnings as errors can still read on the oldest supported pair. Yields nothing.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore",
+            message="Passing a BlockManager to DataFrame is deprecated",
+            category=DeprecationWarning,
+        )
+        yield
 
 
 def _pyarrow() -> Any:
@@ -188,7 +209,8 @@ def read_parquet(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
         str(k): str(v) for k, v in extra.get("columns", {}).items() if v in _FROM_RECORD
     }
     present = [c for c in kinds if c in table.column_names]
-    frame: pd.DataFrame = table.to_pandas()
+    with arrow_to_pandas_quietly():
+        frame: pd.DataFrame = table.to_pandas()
     if present:
         converted: dict[Hashable, pd.Series[Any]] = {}
         for column in present:

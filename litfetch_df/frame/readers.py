@@ -23,6 +23,7 @@ from typing import IO, Any, Final, Literal
 
 import pandas as pd
 
+from .parquet import arrow_to_pandas_quietly
 from .pubmed_records import CORE_COLUMNS, TAG_LINE, read_medline, read_pubmed_xml
 
 __all__ = [
@@ -234,7 +235,9 @@ def read_table(
     if kind in _PUBMED_SUFFIXES:
         return read_pubmed(p, encoding=encoding, **kw)
     if kind == ".parquet":
-        return _all_string(pd.read_parquet(p, **kw))
+        with arrow_to_pandas_quietly():
+            table = pd.read_parquet(p, **kw)
+        return _all_string(table)
     options: dict[str, Any] = {
         "sep": _DELIMITED[kind],
         "dtype": "string",

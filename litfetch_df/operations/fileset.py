@@ -1,21 +1,25 @@
 """The file-set: list an article's files across sources, and download one of them.
 
-``Session.list_files`` / ``Session.fetch_file`` delegate here with the session
-as ``http``.
+``Session.list_files`` / ``Session.fetch_file`` / ``Session.fetch_file_to``
+delegate here with the session as ``http``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 
 import httpx
 
-from .._http import Http, get_logger
-from ..files import PDF, Blob, File, FileKind
+from .._atomic import write_atomic
+from .._http import Http, Rate, get_logger
+from .._transfer import Downloader
+from ..files import PDF, Blob, File, FileKind, Saved
 from ..ids import ArticleIds
-from ..sources._common import failure_level
+from ..sources._common import failure_level, file_head_check
 from ..sources.landing import is_landing_page
 from .tried import Tried, Watched
 from .types import FileSource
@@ -24,6 +28,7 @@ __all__ = [
     "Listing",
     "default_file_sources",
     "fetch_file",
+    "fetch_file_to",
     "list_files",
     "list_files_tried",
     "merge_listings",
@@ -234,3 +239,62 @@ async def fetch_file(
             return None
     log.debug("no file source is named %r", file.source)
     return None
+
+
+async def fetch_file_to(
+    http: Http,
+    file: File,
+    path: str | Path,
+    *,
+    sources: Sequence[FileSource] | None = None,
+    credentials: Mapping[str, object] | None = None,
+) -> Saved | None:
+    """Download ``file`` into ``path`` through the first source named ``file.source``.
+
+    Streamed to disk when both can: ``http`` a
+    :class:`~litfetch_df._transfer.Downloader` (a :class:`~litfetch_df.Session`
+    is) and the source able to name the request (a ``download_url(file, *,
+    credentials)`` method, which every bundled file source has). The answer
+    is checked against the type the file was listed as on its first KiB, and
+    ``path`` changes only when the whole of it arrived. Otherwise the source's
+    own ``fetch_file`` is awaited and its bytes written atomically.
+
+    Returns :class:`~litfetch_df.Saved`, or ``None`` when no source claims the
+    file, the source declines, the final status is not 200, or the download
+    fails with an HTTP error (logged). Raises
+    :class:`~litfetch_df.sources._common.UnexpectedFileType` for an answer that
+    is not of the listed type (a login page for a PDF), as :func:`fetch_file` does.
+    """
+    target = Path(path)
+    chosen = tuple(sources) if sources is not None else default_file_sources()
+    source = next((s for s in chosen if s.name == file.source), None)
+    if source is None:
+        log.debug("no file source is named %r", file.source)
+        return None
+    name_url = getattr(source, "download_url", None)
+    try:
+        if callable(name_url) and isinstance(http, Downloader):
+            url = name_url(file, credentials=credentials)
+            if url is None:
+                return None
+            done = await http.download_to(
+                url,
+                target,
+                head_check=file_head_check(file.media_type),
+                rate=Rate.DEFAULT,
+                follow_redirects=True,
+            )
+            if done.path is None or done.sha256 is None:
+                log.info("a %s download gave HTTP %d", file.source, done.status_code)
+                return None
+            return Saved(file=file, path=str(done.path), size=done.size, sha256=done.sha256)
+        blob = await source.fetch_file(file, credentials=credentials, http=http)
+    except httpx.HTTPError as exc:
+        level = failure_level(exc)
+        log.log(level, "fetching a %s file failed: %s", file.source, type(exc).__name__)
+        return None
+    if blob is None:
+        return None
+    await asyncio.to_thread(write_atomic, target, blob.content)
+    digest = hashlib.sha256(blob.content).hexdigest()
+    return Saved(file=file, path=str(target), size=len(blob.content), sha256=digest)

@@ -10,7 +10,9 @@
 - checks on what callers and upstreams hand in: :func:`usable_text`,
   :func:`usable_credential`, :func:`parsed_or_none`, :func:`web_url`,
   :func:`is_web_url`, :func:`json_object`;
-- :func:`download_file`: the plain download every URL-listing file source uses.
+- :func:`download_file`: the plain download every URL-listing file source uses, and
+  :func:`download_url` / :func:`file_head_check`, what a streamed download of the
+  same file asks and checks.
 
 The names are re-exported from :mod:`.crossref`, where they first lived.
 """
@@ -35,10 +37,12 @@ __all__ = [
     "UnexpectedFileType",
     "content_mismatch",
     "download_file",
+    "download_url",
     "failure_level",
     "fetch_json_object",
     "fetch_ok",
     "fetch_response",
+    "file_head_check",
     "is_web_url",
     "json_object",
     "parsed_or_none",
@@ -238,10 +242,11 @@ async def download_file(http: Http, file: File) -> Blob | None:
     is not the type the file was listed as (see :func:`content_mismatch`). The
     Blob carries the very ``file`` it was asked for.
     """
-    if file.uri is None or not is_web_url(file.uri):
+    url = download_url(file)
+    if url is None:
         return None
-    shown = f"download of {redact_url(file.uri)}"
-    send = http.get(file.uri, follow_redirects=True, rate=Rate.DEFAULT)
+    shown = f"download of {redact_url(url)}"
+    send = http.get(url, follow_redirects=True, rate=Rate.DEFAULT)
     response = await fetch_response(send, shown, logger=log)
     if response is None:
         return None
@@ -253,6 +258,32 @@ async def download_file(http: Http, file: File) -> Blob | None:
     if problem is not None:
         raise UnexpectedFileType(f"listed as {file.media_type}, but {problem}")
     return Blob(file=file, content=response.content)
+
+
+def download_url(file: File) -> str | None:
+    """Return the URL :func:`download_file` GETs for ``file`` (redirects followed), or ``None``.
+
+    ``None`` when the file has no absolute ``http``/``https`` URL. A streamed
+    download asks the very same request (and so shares its cache entry).
+    """
+    if file.uri is None or not is_web_url(file.uri):
+        return None
+    return file.uri
+
+
+def file_head_check(media_type: str | None) -> Callable[[bytes], None]:
+    """Return a check of a download's first bytes against the type it was listed as.
+
+    The check raises :class:`UnexpectedFileType` where :func:`content_mismatch`
+    finds a problem (an HTML page for a PDF, say), before the rest is taken.
+    """
+
+    def check(head: bytes) -> None:
+        problem = content_mismatch(media_type, head)
+        if problem is not None:
+            raise UnexpectedFileType(f"listed as {media_type}, but {problem}")
+
+    return check
 
 
 class UnexpectedFileType(ValueError):

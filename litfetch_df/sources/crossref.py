@@ -25,6 +25,7 @@ from ..metadata import Related, RelationType, SourceMetadata, is_open_licence_ur
 from ._common import (
     GetRequest,
     download_file,
+    download_url,
     fetch_json_object,
     is_web_url,
     json_object,
@@ -216,6 +217,12 @@ class CrossrefFileSource:
     ) -> Blob | None:
         """Download a listed link (redirects followed, no credentials), or ``None``."""
         return await download_file(http, file)
+
+    def download_url(
+        self, file: File, *, credentials: Mapping[str, object] | None = None
+    ) -> str | None:
+        """Return the URL that downloads ``file`` (redirects followed, no key), or ``None``."""
+        return download_url(file)
 
 
 # Which text a licence covers, best first: the version of record is what a reader gets.

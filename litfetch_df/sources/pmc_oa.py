@@ -34,7 +34,7 @@ from .._http import Http, Rate, get_logger, redact_url
 from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_pmcid_versioned
-from ._common import download_file, fetch_ok
+from ._common import download_file, download_url, fetch_ok
 
 __all__ = ["BUCKET_URL", "MEDIA_TYPES", "PmcOaFetcher"]
 
@@ -199,13 +199,25 @@ class PmcOaFetcher:
         Only URIs inside the PMC bucket are fetched: a ``File`` read back from a
         store could carry any URL, and this source speaks for the bucket only.
         """
+        if self.download_url(file) is None:
+            return None
+        return await download_file(http, file)
+
+    def download_url(
+        self, file: File, *, credentials: Mapping[str, object] | None = None
+    ) -> str | None:
+        """Return the URL that downloads ``file`` (redirects followed), or ``None`` to decline.
+
+        Only URIs inside the PMC bucket: a ``File`` read back from a store could
+        carry any URL, and this source speaks for the bucket only.
+        """
         uri = file.uri
         if uri is None:
             return None
         if not uri.startswith(BUCKET_URL + "/"):
             log.warning("pmc_oa_s3: refusing a URI outside the PMC bucket: %s", redact_url(uri))
             return None
-        return await download_file(http, file)
+        return download_url(file)
 
     # -- shared ------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from ..metadata import SourceMetadata
 from ._common import (
     GetRequest,
     download_file,
+    download_url,
     fetch_json_object,
     is_web_url,
     parsed_or_none,
@@ -183,6 +184,12 @@ class SemanticScholarFileSource:
     ) -> Blob | None:
         """Download a listed PDF (redirects followed; the S2 key is not sent), or ``None``."""
         return await download_file(http, file)
+
+    def download_url(
+        self, file: File, *, credentials: Mapping[str, object] | None = None
+    ) -> str | None:
+        """Return the URL that downloads ``file`` (redirects followed, no key), or ``None``."""
+        return download_url(file)
 
 
 class SemanticScholarResolver:

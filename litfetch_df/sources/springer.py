@@ -26,7 +26,14 @@ from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
 from ..metadata import SourceMetadata
 from ..publishers import Publisher, by_prefix
-from ._common import GetRequest, download_file, fetch_json_object, fetch_ok, usable_credential
+from ._common import (
+    GetRequest,
+    download_file,
+    download_url,
+    fetch_json_object,
+    fetch_ok,
+    usable_credential,
+)
 
 __all__ = [
     "SPRINGER_META_URL",
@@ -202,6 +209,12 @@ class SpringerFileSource:
     ) -> Blob | None:
         """Download ``file`` (following redirects, no key sent); ``None`` unless 200."""
         return await download_file(http, file)
+
+    def download_url(
+        self, file: File, *, credentials: Mapping[str, object] | None = None
+    ) -> str | None:
+        """Return the URL that downloads ``file`` (redirects followed, no key), or ``None``."""
+        return download_url(file)
 
 
 def springer_oa_request(doi: str, api_key: str) -> GetRequest:

@@ -14,7 +14,7 @@ from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path
 from ..metadata import SourceMetadata
-from ._common import download_file, fetch_json_object, is_web_url, usable_text
+from ._common import download_file, download_url, fetch_json_object, is_web_url, usable_text
 from .landing import is_landing_page
 
 __all__ = [
@@ -135,3 +135,9 @@ class UnpaywallFileSource:
     ) -> Blob | None:
         """Download a listed PDF (redirects followed, no credentials), or ``None``."""
         return await download_file(http, file)
+
+    def download_url(
+        self, file: File, *, credentials: Mapping[str, object] | None = None
+    ) -> str | None:
+        """Return the URL that downloads ``file`` (redirects followed, no key), or ``None``."""
+        return download_url(file)

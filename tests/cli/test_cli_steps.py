@@ -379,8 +379,8 @@ def test_an_interrupt_during_the_downloads_says_the_steps_finished(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # The second download presses Ctrl-C and never ends.
-    interrupting, calls = ctrl_c_on_call(Session.fetch_file, 2)
-    monkeypatch.setattr(Session, "fetch_file", interrupting)
+    interrupting, calls = ctrl_c_on_call(Session.fetch_file_to, 2)
+    monkeypatch.setattr(Session, "fetch_file_to", interrupting)
     out, files = tmp_path / "out.csv", tmp_path / "files"
     argv = ["run", str(export), "-o", str(out), "--steps", "bodies,files", "--no-progress"]
     code = run([*argv, "-q", "--concurrency", "1", "--files-dir", str(files)], world)

@@ -9,7 +9,6 @@ call did.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
@@ -85,12 +84,10 @@ async def download_files(
         counts[file] = counts.get(file, 0) + 1
 
     async def work(http: Session, file: File) -> tuple[str, int] | None:
-        blob = await http.fetch_file(file, sources=sources, credentials=credentials)
-        if blob is None:
-            return None
-        path = out.file_path(owner[file], file)
-        written = await asyncio.to_thread(out.write, path, blob.content)
-        return str(written), len(blob.content)
+        # Streamed to a .part file beside its final name, never held whole (ADR 0015).
+        path = out.checked(out.file_path(owner[file], file))
+        saved = await http.fetch_file_to(file, path, sources=sources, credentials=credentials)
+        return None if saved is None else (str(saved.path), saved.size)
 
     plan = Plan(
         bundles=tuple(ArticleIds() for _ in range(n)),
