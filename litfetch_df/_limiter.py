@@ -37,6 +37,7 @@ __all__ = [
     "HostLimit",
     "HostLimiter",
     "HostParked",
+    "Lessons",
     "LimiterFactory",
     "LimiterState",
     "plan_for",
@@ -170,6 +171,23 @@ class Ticket:
     rate: float
     in_flight: int
     epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lessons:
+    """What a limiter learned of its host, for a later session to start from.
+
+    The pace and in-flight cap it reached, the ceilings it learned, whether it
+    was still in slow start, and how long it waits before probing above its
+    ceiling (longer after a host answered a throttle with a long wait).
+    """
+
+    rate: float
+    cap: int
+    learned: float
+    learned_cap: int
+    slow_start: bool
+    probe_after: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,6 +511,34 @@ class HostLimiter:
         return None
 
     # -- reporting -------------------------------------------------------------------------
+
+    def lessons(self) -> Lessons:
+        """Return what this limiter learned of its host (see :meth:`resume`)."""
+        return Lessons(
+            rate=self.rate,
+            cap=self.cap,
+            learned=self._learned,
+            learned_cap=self._learned_cap,
+            slow_start=self._slow_start,
+            probe_after=self._probe_after,
+        )
+
+    def resume(self, lessons: Lessons) -> None:
+        """Start from what an earlier limiter of the same host learned (a fresh limiter only).
+
+        The ceilings never rise above this limiter's own plan, and probing above
+        the learned ceiling waits its full delay from now, as after a throttle.
+        """
+        plan = self.plan
+        self._learned = min(plan.max_rate, lessons.learned)
+        self._learned_cap = _min_cap(plan.max_in_flight, lessons.learned_cap)
+        self.rate = min(self._ceiling(), max(self._floor(), lessons.rate))
+        cap_ceiling = _min_cap(self._learned_cap, plan.max_in_flight)
+        self.cap = _min_cap(cap_ceiling, lessons.cap) if lessons.cap else cap_ceiling
+        self._slow_start = lessons.slow_start
+        self._probe_after = lessons.probe_after
+        if not lessons.slow_start:
+            self._last_cut = self._clock.now()
 
     def state(self) -> LimiterState:
         """Return a snapshot of this host's pacing."""

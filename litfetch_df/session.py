@@ -40,6 +40,7 @@ from ._limiter import (
     HostLimit,
     HostLimiter,
     HostParked,
+    Lessons,
     LimiterFactory,
     LimiterState,
     plan_for,
@@ -118,6 +119,8 @@ class _Shared:
     host_limits: Mapping[str, HostLimit] = field(default_factory=dict)
     limiters: dict[str, HostLimiter] = field(default_factory=dict)
     limiter_factory: LimiterFactory = HostLimiter
+    # What earlier sessions on the same table learned of each host (see Lessons).
+    lessons: Mapping[str, Lessons] = field(default_factory=dict)
     requests_sent: int = 0
     requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
@@ -222,7 +225,9 @@ class Session:
     it gets to a GET there, and later scopes are served from it, so a record
     several steps read is asked for once in the session's life; sessions given
     one memo share their answers. The ``.lit`` calls turn it on for the
-    sessions they use; without it each scope's cache is its own.
+    sessions they use; without it each scope's cache is its own. ``lessons``
+    (from an earlier session's :meth:`lessons`) start each host's limiter where
+    that session's left off.
     """
 
     def __init__(
@@ -244,6 +249,7 @@ class Session:
         allow_private_redirects: bool = False,
         allow_insecure_redirects: bool = False,
         memo: AnswerMemo | None = None,
+        lessons: Mapping[str, Lessons] | None = None,
     ) -> None:
         install_log_redaction()
         bounds = Bounds(
@@ -269,6 +275,7 @@ class Session:
             limiter_factory=limiter_factory if limiter_factory is not None else HostLimiter,
             bounds=bounds,
             memo=memo,
+            lessons=dict(lessons or {}),
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -400,6 +407,15 @@ class Session:
         """How each host asked so far is paced right now: rate, ceiling, in-flight cap,
         requests, throttled answers, and whether it is paused or parked (snapshots)."""
         return {host: limiter.state() for host, limiter in self._shared.limiters.items()}
+
+    def lessons(self) -> dict[str, Lessons]:
+        """What each host's limiter has learned so far, for a later session to start from.
+
+        Give it to that session as ``Session(lessons=...)``: its limiters then
+        start at the pace, in-flight cap and ceilings these reached, instead of
+        learning the hosts' limits again. The ``.lit`` calls on one table do this.
+        """
+        return {host: limiter.lessons() for host, limiter in self._shared.limiters.items()}
 
     @property
     def store(self) -> ResponseStore | None:
@@ -824,6 +840,9 @@ class Session:
         if limiter is None:
             plan = plan_for(host, rate, shared.host_limits.get(host.lower()))
             limiter = shared.limiter_factory(host, plan, shared.clock, shared.retry)
+            learned = shared.lessons.get(host)
+            if learned is not None:
+                limiter.resume(learned)
             shared.limiters[host] = limiter
         return limiter
 

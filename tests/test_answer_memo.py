@@ -66,9 +66,11 @@ async def test_chained_calls_without_a_session_share_their_records(
 ) -> None:
     # The sessions the calls open for themselves go to the fake, nothing else changes.
     made: list[Session] = []
+    taught: list[dict[str, Any]] = []
 
     def to_the_fake(**kwargs: Any) -> Session:
         kwargs.pop("contact", None)
+        taught.append(dict(kwargs.get("lessons") or {}))
         session = Session(
             client_factory=fake.client_factory(), retry=FAST_RETRY, contact=CONTACT, **kwargs
         )
@@ -85,6 +87,9 @@ async def test_chained_calls_without_a_session_share_their_records(
     related = await out.lit.related_async(**cfg)
 
     assert len(made) == 3 and made[0].memo is made[1].memo is made[2].memo
+    # Each call starts its limiters where the table's last call left them.
+    assert taught[0] == {} and HOST_UNPAYWALL in taught[1]
+    assert taught[1][HOST_UNPAYWALL] == made[0].lessons()[HOST_UNPAYWALL]
     assert sorted(unpaywall_dois(fake)) == after_files  # the licences asked no record again
     assert crossref_lists(fake) == lists_after_files  # nor the relations Crossref's
     assert (out["licence_basis"] == "unpaywall").any()

@@ -343,3 +343,44 @@ async def test_the_pmc_bucket_is_not_paced_until_it_says_slow_down() -> None:
         await run_all(clock, [s.get(url(S3, 100 + n)) for n in range(4)])
         state = s.limits[S3]
     assert math.isfinite(state.rate) and state.throttled >= 1
+
+
+async def test_a_later_session_starts_from_what_an_earlier_one_learned() -> None:
+    # A chained call opens a new session; it must not learn the host's limit again (and
+    # draw the same 429s again): it starts at the pace, cap and ceiling the last one reached.
+    clock = VirtualClock()
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(6.0, 2)})
+    async with upstream.session() as first:
+        await run_all(clock, [first.get(url(SPRINGER, k)) for k in range(300)])
+        learned = first.lessons()
+        before = first.limits[SPRINGER]
+    throttled_first = upstream.throttled(SPRINGER)
+    assert throttled_first > 0 and learned[SPRINGER].learned < _limiter.UNKNOWN_MAX_RATE
+
+    upstream.sent.clear()
+    async with upstream.session(lessons=learned) as second:
+        state = second.limits  # no limiter yet: made on the first request
+        assert SPRINGER not in state
+        await run_all(clock, [second.get(url(SPRINGER, 1000 + k)) for k in range(300)])
+        after = second.limits[SPRINGER]
+    times = upstream.times(SPRINGER)
+    # It starts at the pace the first one ended at, not at 2/s...
+    assert times[1] - times[0] == pytest.approx(1 / learned[SPRINGER].rate)
+    assert times[1] - times[0] < 1 / _limiter.UNKNOWN_START_RATE
+    assert before.in_flight_cap == learned[SPRINGER].cap
+    assert after.requests == 300
+    # ...so the second session draws fewer throttles than the first (at most a probe's).
+    assert upstream.throttled(SPRINGER) < throttled_first
+    assert upstream.throttled(SPRINGER) <= 1
+
+
+def test_lessons_never_lift_a_limiter_above_its_own_plan() -> None:
+    clock = VirtualClock()
+    plan = _limiter.plan_for(SPRINGER, Rate.DEFAULT, HostLimit(rate=3.0, in_flight=2))
+    limiter = _limiter.HostLimiter(SPRINGER, plan, clock, POLICY)
+    lessons = _limiter.Lessons(
+        rate=15.0, cap=8, learned=15.0, learned_cap=8, slow_start=False, probe_after=20.0
+    )
+    limiter.resume(lessons)
+    state = limiter.state()
+    assert state.rate <= 3.0 and state.ceiling <= 3.0 and state.in_flight_cap <= 2

@@ -29,6 +29,7 @@ from typing import Any, Final, TypedDict, cast
 
 import pandas as pd
 
+from .._limiter import Lessons
 from .._memo import AnswerMemo
 from ..session import Session
 from .columns import CANONICAL
@@ -126,26 +127,53 @@ _OPENED_BY_CALLS: weakref.WeakSet[Session] = weakref.WeakSet()
 _OPENED_LOCK = threading.Lock()
 
 
-_MEMOS: collections.OrderedDict[str, AnswerMemo] = collections.OrderedDict()
-_MEMOS_LOCK = threading.Lock()
+class _Table:
+    """What the calls on one table share: the answer memo, and what hosts taught them.
+
+    The lessons are snapshots (immutable values), taken when a call ends and
+    given to the next call's new session: live limiters are never shared,
+    since calls on one table may run in several threads at once.
+    """
+
+    def __init__(self) -> None:
+        self.memo = AnswerMemo()
+        self._lessons: dict[str, Lessons] = {}
+        self._lock = threading.Lock()
+
+    def lessons(self) -> dict[str, Lessons]:
+        """What the table's calls learned of each host so far."""
+        with self._lock:
+            return dict(self._lessons)
+
+    def learn(self, lessons: Mapping[str, Lessons]) -> None:
+        """Keep what a finished call learned (the latest call's word on a host wins)."""
+        with self._lock:
+            self._lessons.update(lessons)
 
 
-def _memo_of(frame: pd.DataFrame | None) -> tuple[str, AnswerMemo]:
-    """The memo token and memo a call on ``frame`` shares (a new one for a new table)."""
+_TABLES: collections.OrderedDict[str, _Table] = collections.OrderedDict()
+_TABLES_LOCK = threading.Lock()
+
+
+def _table_of(frame: pd.DataFrame | None) -> tuple[str, _Table]:
+    """The memo token and shared state of a call on ``frame`` (new for a new table)."""
     token = frame.attrs.get(MEMO_ATTR) if frame is not None else None
-    with _MEMOS_LOCK:
-        if isinstance(token, str) and token in _MEMOS:
-            _MEMOS.move_to_end(token)
-            return token, _MEMOS[token]
+    with _TABLES_LOCK:
+        if isinstance(token, str) and token in _TABLES:
+            _TABLES.move_to_end(token)
+            return token, _TABLES[token]
         token = secrets.token_hex(8)
-        _MEMOS[token] = AnswerMemo()
-        while len(_MEMOS) > _KEPT_MEMOS:
-            _MEMOS.popitem(last=False)
-        return token, _MEMOS[token]
+        _TABLES[token] = _Table()
+        while len(_TABLES) > _KEPT_MEMOS:
+            _TABLES.popitem(last=False)
+        return token, _TABLES[token]
 
 
 def inherit(
-    config: CallOptions, frame: pd.DataFrame | None, memo: AnswerMemo | None = None
+    config: CallOptions,
+    frame: pd.DataFrame | None,
+    memo: AnswerMemo | None = None,
+    lessons: Mapping[str, Lessons] | None = None,
 ) -> tuple[CallOptions, Provenance | None]:
     """Fill in the session settings ``frame`` was made with, where the call gives none.
 
@@ -153,7 +181,8 @@ def inherit(
     A frame made with a cache (or offline) gets a session with that cache, its
     TTL, contact and offline flag, unless the call names a session, a
     contact, a cache or ``offline`` itself; otherwise only a recorded contact
-    fills a missing one. A session made here shares ``memo``.
+    fills a missing one. A session made here shares ``memo`` and starts from
+    ``lessons``.
     """
     inherited = from_attrs(frame.attrs) if frame is not None else None
     told = config.get("session") is not None or any(
@@ -164,7 +193,9 @@ def inherit(
     cfg = cast(dict[str, Any], dict(config))
     if inherited.cache is not None or inherited.stays_offline:
         timeout = cfg.pop("timeout", None)
-        cfg["session"] = inherited.session(timeout=timeout or get_options().timeout, memo=memo)
+        cfg["session"] = inherited.session(
+            timeout=timeout or get_options().timeout, memo=memo, lessons=lessons
+        )
     elif inherited.contact is not None and get_options().contact is None:
         cfg["contact"] = inherited.contact
     return cast(CallOptions, cfg), inherited
@@ -176,10 +207,13 @@ async def call_context(
 ) -> AsyncIterator[CallContext]:
     """Yield the open session and options of one call (``config``, ``frame.attrs``, defaults)."""
     token: str | None = None
+    table: _Table | None = None
     memo: AnswerMemo | None = None
+    lessons: dict[str, Lessons] = {}
     if config.get("session") is None:
-        token, memo = _memo_of(frame)
-    config, inherited = inherit(config, frame, memo)
+        token, table = _table_of(frame)
+        memo, lessons = table.memo, table.lessons()
+    config, inherited = inherit(config, frame, memo, lessons)
     given, options, explicit = _split(config)
     session = given or Session(
         contact=options.contact,
@@ -187,6 +221,7 @@ async def call_context(
         offline=options.offline,
         timeout=options.timeout,
         memo=memo,
+        lessons=lessons,
     )
     made_offline = inherited is not None and inherited.stays_offline
     stays = session.offline or bool(getattr(session, "demo_world_session", False))
@@ -196,8 +231,12 @@ async def call_context(
         session.keep_answers()  # the caller's session: its own memo, for its whole life
     ctx = CallContext(session, options, explicit, of_session(session), token)
     if given is None:
-        async with session:
-            yield ctx
+        try:
+            async with session:
+                yield ctx
+        finally:
+            if table is not None:
+                table.learn(session.lessons())
         return
     with _OPENED_LOCK:
         if given in _OPENED_BY_CALLS:
@@ -218,3 +257,5 @@ async def call_context(
     finally:
         with _OPENED_LOCK:
             _OPENED_BY_CALLS.discard(given)
+        if table is not None:  # a session made from the frame's settings
+            table.learn(given.lessons())

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import pandas as pd
 
+from .._limiter import Lessons
 from .._memo import AnswerMemo
 from ..demo_world import world_session
 from ..session import Session
@@ -69,16 +70,22 @@ class Provenance:
         """Return the settings as the plain dict stored in ``attrs``."""
         return dataclasses.asdict(self)
 
-    def session(self, timeout: float = 30.0, memo: AnswerMemo | None = None) -> Session:
+    def session(
+        self,
+        timeout: float = 30.0,
+        memo: AnswerMemo | None = None,
+        lessons: Mapping[str, Lessons] | None = None,
+    ) -> Session:
         """Return a new, not-yet-entered :class:`Session` with these settings.
 
         ``memo`` is the answer memo it shares with the earlier calls on the
-        frame (see :mod:`litfetch_df._memo`). Raises :class:`ValueError` when
+        frame (see :mod:`litfetch_df._memo`), ``lessons`` what they learned of
+        the hosts' limits. Raises :class:`ValueError` when
         the frame was made offline and its cache file is gone (there is
         nothing left to replay).
         """
         if self.demo:
-            return world_session(timeout=timeout, memo=memo)
+            return world_session(timeout=timeout, memo=memo, lessons=lessons)
         cache = self.cache if self.cache and Path(self.cache).is_file() else None
         if self.offline and cache is None:
             raise ValueError(
@@ -94,6 +101,7 @@ class Provenance:
             offline=self.offline,
             timeout=timeout,
             memo=memo,
+            lessons=lessons,
         )
 
 
