@@ -65,7 +65,7 @@ SHOW_VERSIONS  = -c "import sys, pandas, numpy, pyarrow, httpx, lxml.etree as e,
 	$(PYTHON_NEWEST) -m venv .venv-newest
 	.venv-newest/bin/python -m pip install --quiet --upgrade pip
 	.venv-newest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager \
-		-e '.[test,parquet,plot]'
+		-e '.[test,parquet,plot,dask]'
 	touch $@
 
 test-oldest: .venv-oldest/.installed

@@ -12,6 +12,8 @@ import itertools
 
 import pytest
 
+pytest.importorskip("dask")  # litfetch_df.dask is the optional [dask] extra
+
 from litfetch_df import HostLimit, HostParked, RetryPolicy, Session
 from litfetch_df._http import Rate
 from litfetch_df._limiter import HostLimiter, plan_for
