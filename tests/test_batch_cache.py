@@ -11,6 +11,7 @@ and what the session stores and refuses to store.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -344,7 +345,8 @@ async def test_a_warm_run_stores_no_key_and_only_whole_records(
     await run(frame_of(world.articles[:N]), session(fake, cache))
     raw = b"".join(p.read_bytes() for p in cache.iterdir())
     assert META_KEY.encode() not in raw
-    with sqlite3.connect(cache / "responses.sqlite3") as db:
+    # closing(): a connection's own "with" ends a transaction but leaves it open.
+    with contextlib.closing(sqlite3.connect(cache / "responses.sqlite3")) as db:
         rows = db.execute(
             "SELECT url, content, codec FROM litfetch_responses WHERE url LIKE 'litfetch-record:%'"
         ).fetchall()
