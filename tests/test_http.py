@@ -41,11 +41,9 @@ class Script:
     def __init__(self, *outcomes: int | httpx.Response | type[httpx.TransportError]) -> None:
         self.outcomes = list(outcomes)
         self.calls: list[httpx.Request] = []
-        self.times: list[float] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.calls.append(request)
-        self.times.append(time.monotonic())
         outcome = self.outcomes.pop(0) if self.outcomes else 200
         if isinstance(outcome, int):
             return _json(outcome)
@@ -207,12 +205,11 @@ class ClockedScript(Script):
     def __init__(self, clock: VirtualClock, *outcomes: Any) -> None:
         super().__init__(*outcomes)
         self.clock = clock
+        self.times: list[float] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        try:
-            return super().__call__(request)
-        finally:
-            self.times[-1] = self.clock.now()
+        self.times.append(self.clock.now())
+        return super().__call__(request)
 
 
 def clocked(script: ClockedScript, retry: RetryPolicy) -> Session:
