@@ -41,8 +41,8 @@ __all__ = ["MEMO_ATTR", "CallContext", "CallOptions", "call_context", "inherit"]
 MEMO_ATTR: Final = "litfetch_df_memo"
 """The ``df.attrs`` key naming the answer memo of the calls that made the frame."""
 
-_KEPT_MEMOS: Final = 2
-"""How many tables' memos stay alive (each within its byte budget)."""
+_KEPT_TABLES: Final = 2
+"""How many tables' shared state (memo, lessons) stays alive."""
 
 
 class CallOptions(TypedDict, total=False):
@@ -164,7 +164,7 @@ def _table_of(frame: pd.DataFrame | None) -> tuple[str, _Table]:
             return token, _TABLES[token]
         token = secrets.token_hex(8)
         _TABLES[token] = _Table()
-        while len(_TABLES) > _KEPT_MEMOS:
+        while len(_TABLES) > _KEPT_TABLES:
             _TABLES.popitem(last=False)
         return token, _TABLES[token]
 

@@ -232,6 +232,17 @@ class _Reads:
         self._base = base
         self._planned = planned
         self._prior: dict[tuple[int, str], list[object]] = {}
+        self._writers: dict[tuple[int, str], int | None] = {}
+
+    def _writer(self, step: int, name: str) -> int | None:
+        # The last step before ``step`` that writes column ``name`` (looked up once per pair).
+        key = (step, name)
+        if key not in self._writers:
+            self._writers[key] = next(
+                (t for t in range(step - 1, -1, -1) if name in self._planned[t].step.dtypes),
+                None,
+            )
+        return self._writers[key]
 
     def _before(self, writer: int | None, name: str) -> list[object]:
         # As fill() leaves a column: a step's own column starts afresh unless it re-runs.
@@ -247,10 +258,7 @@ class _Reads:
         """Row ``row``'s cells of ``names`` for step ``step``; ``found``: its unit so far."""
         out: dict[str, object] = {}
         for name in names:
-            writer = next(
-                (t for t in range(step - 1, -1, -1) if name in self._planned[t].step.dtypes),
-                None,
-            )
+            writer = self._writer(step, name)
             if writer is not None and row in self._planned[writer].units.todo:
                 outcome = found[writer].get(row)
                 if name == self._planned[writer].step.error_column:
