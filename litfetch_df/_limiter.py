@@ -28,7 +28,7 @@ import collections
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._clock import Clock
 from ._http import Rate, RetryPolicy, UpstreamUnavailable, parse_retry_after
@@ -85,7 +85,7 @@ class _Plan:
 # A host nobody publishes a limit for starts here and learns upwards.
 UNKNOWN_START_RATE = 2.0
 UNKNOWN_MAX_RATE = 20.0
-UNKNOWN_START_IN_FLIGHT = 2
+UNKNOWN_START_IN_FLIGHT = 1
 UNKNOWN_MAX_IN_FLIGHT = 8
 
 # Hosts built to take thousands of requests a second from one client (Amazon S3
@@ -171,6 +171,10 @@ class Ticket:
     rate: float
     in_flight: int
     epoch: int
+    pressed: bool = field(default=False, kw_only=True)
+    """It waited for its start slot: the pace, not the demand, set when it went."""
+    crowded: bool = field(default=False, kw_only=True)
+    """It waited for an in-flight place: the cap, not the demand, held it back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +255,8 @@ class HostLimiter:
         """
         self._adopt_loop()
         self._check_parked()
-        await self._enter()
+        crowded = await self._enter()
+        asked = self._clock.now()
         try:
             slot = await self._wait_slot()
         except BaseException:
@@ -262,7 +267,11 @@ class HostLimiter:
         self._recent.append(slot)
         if self._window_end > slot:
             self._window_left -= 1
-        return Ticket(self.rate, self._sending, self._epoch)
+        # Waiting out a pause or a window says nothing about whether the pace is too slow.
+        pressed = slot > asked and slot > self._paused_until and self._window_end <= asked
+        # The cap held it back only if its slot was already due when it got its place.
+        crowded = crowded and slot <= asked
+        return Ticket(self.rate, self._sending, self._epoch, pressed=pressed, crowded=crowded)
 
     def release(self, ticket: Ticket) -> None:
         """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
@@ -293,10 +302,11 @@ class HostLimiter:
     def _interval(self) -> float:
         return 0.0 if math.isinf(self.rate) else 1.0 / self.rate
 
-    async def _enter(self) -> None:
+    async def _enter(self) -> bool:
+        """Take an in-flight place; return whether the request had to queue for it."""
         if not self._waiters and (not self.cap or self._holding < self.cap):
             self._holding += 1
-            return
+            return False
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
         try:
@@ -312,6 +322,7 @@ class HostLimiter:
         except HostParked:
             self._leave()
             raise
+        return True
 
     def _leave(self) -> None:
         self._holding = max(0, self._holding - 1)
@@ -404,7 +415,7 @@ class HostLimiter:
                 own = min(self._policy.max_delay, self._backoff_base() * 2.0 ** (self._streak - 1))
             return self._hold(max(own, asked or 0.0)) or parked
         if status < 500:
-            self._grow()
+            self._grow(ticket)
         return parked
 
     def _backoff_base(self) -> float:
@@ -461,10 +472,15 @@ class HostLimiter:
     def _ceiling(self) -> float:
         return min(self.plan.max_rate, self._learned, self._announced)
 
-    def _grow(self) -> None:
+    def _grow(self, ticket: Ticket) -> None:
         self._streak = 0
+        # Only a limit that held a request back is raised: a host asked less often than
+        # its pace allows keeps its pace, so a burst of demand later cannot meet a pace
+        # that was never tried against the host.
         ceiling = self._ceiling()
-        if self.rate < ceiling:
+        if not ticket.pressed:
+            pass
+        elif self.rate < ceiling:
             step = SLOW_START_STEP if self._slow_start else RECOVERY_STEP
             self.rate = min(ceiling, self.rate + step)
         elif (
@@ -478,7 +494,7 @@ class HostLimiter:
                     self._learned_cap = _min_cap(self.plan.max_in_flight, self._learned_cap + 1)
                 self._at_ceiling = 0
         cap_ceiling = _min_cap(self._learned_cap, self.plan.max_in_flight)
-        if self.cap and (not cap_ceiling or self.cap < cap_ceiling):
+        if ticket.crowded and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
             self._clean += 1
             if self._clean >= 2 * self.cap:
                 self.cap += 1

@@ -106,14 +106,15 @@ async def test_an_unpublished_host_starts_conservatively_and_learns_upwards() ->
     clock = VirtualClock()
     upstream = Upstream(clock, latency=0.5)
     async with upstream.session() as s:
-        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(200)])
+        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(300)])
         state = s.limits[SPRINGER]
     times = upstream.times(SPRINGER)
-    # a cautious start: no more than two at once, half a second apart
+    # a cautious start: one at a time, half a second apart
     assert times[1] - times[0] >= 1 / _limiter.UNKNOWN_START_RATE - EPS
-    assert times[2] - times[0] >= 0.5 - EPS  # the third waits for an answer (2 in flight)
-    # clean answers speed it up, to the ceiling for hosts nobody publishes a limit for
-    assert state.rate == _limiter.UNKNOWN_MAX_RATE
+    assert times[2] - times[1] >= 0.5 - EPS  # each waits for the answer before it
+    # clean answers speed it up, until the ceiling of places (8 in flight over 0.5 s answers
+    # carry 16/s) holds it back: a pace no request waits for is not raised further
+    assert state.rate >= _limiter.UNKNOWN_MAX_IN_FLIGHT / 0.5
     assert state.in_flight_cap == _limiter.UNKNOWN_MAX_IN_FLIGHT
     assert min(gaps(times)) >= 1 / _limiter.UNKNOWN_MAX_RATE - EPS
     assert min(gaps(times[-50:])) < 2 * (1 / _limiter.UNKNOWN_MAX_RATE)
@@ -166,6 +167,45 @@ async def test_a_host_that_asks_for_long_waits_is_throttled_in_one_episode(
     assert statuses == [200] * n
     throttled = [t for h, t, status in upstream.sent if status == 429]
     assert len(throttled) <= 2 and max(throttled) - min(throttled) < 1.0, throttled
+
+
+async def test_a_host_asked_less_often_than_its_pace_keeps_its_pace() -> None:
+    # Requests that never waited for their slot or place say nothing about a faster pace:
+    # an idle host's limiter stays where it started, so a later burst cannot meet an
+    # untried pace (the way a low-volume host drew its throttles in the bench).
+    clock = VirtualClock()
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(4.4, 2)})
+    async with upstream.session() as s:
+
+        async def trickle() -> None:
+            for k in range(40):
+                await s.get(url(SPRINGER, k))
+                await clock.sleep(1.0)  # one request a second: under the 2/s start
+
+        await clock.run(trickle())
+        idle = s.limits[SPRINGER]
+        await run_all(clock, [s.get(url(SPRINGER, 100 + k)) for k in range(30)])
+        busy = s.limits[SPRINGER]
+    assert idle.rate == _limiter.UNKNOWN_START_RATE
+    assert idle.in_flight_cap == _limiter.UNKNOWN_START_IN_FLIGHT
+    assert busy.rate > idle.rate  # the burst held requests back, so the pace rose
+    assert upstream.throttled(SPRINGER) <= 1
+
+
+async def test_the_in_flight_cap_grows_only_when_requests_queue_for_it() -> None:
+    clock = VirtualClock()
+    # Fast answers: one place keeps up with the pace, so the cap stays at its start.
+    quick = Upstream(clock, latency=0.01)
+    async with quick.session() as s:
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(60)])
+        assert s.limits[SPRINGER].in_flight_cap == _limiter.UNKNOWN_START_IN_FLIGHT
+    # Slow answers: requests queue for the one place, so the cap grows.
+    slow = Upstream(clock, latency=2.0)
+    async with slow.session() as s:
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(60)])
+        assert s.limits[SPRINGER].in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT
+    times = slow.times(SPRINGER)
+    assert times[1] - times[0] >= 2.0 - EPS  # one at a time at first
 
 
 async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_again() -> None:

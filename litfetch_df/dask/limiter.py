@@ -63,7 +63,13 @@ Absent on purpose: the PMC bucket (Amazon S3 takes thousands of requests a
 second) and the hosts files are downloaded from.
 """
 
-_RemoteTicket = tuple[float, int, int]
+_RemoteTicket = tuple[float, int, int, bool, bool]
+"""A coordinator's grant as it travels: rate, in flight, epoch, pressed, crowded."""
+
+
+def _ticket(remote: _RemoteTicket) -> Ticket:
+    rate, in_flight, epoch, pressed, crowded = remote
+    return Ticket(rate, in_flight, epoch, pressed=pressed, crowded=crowded)
 
 
 class ClusterLimiter:
@@ -95,13 +101,13 @@ class ClusterLimiter:
         except HostParked as parked:
             return str(parked)
         self._granted.setdefault(host, []).append(self._clock.now())
-        return (ticket.rate, ticket.in_flight, ticket.epoch)
+        return (ticket.rate, ticket.in_flight, ticket.epoch, ticket.pressed, ticket.crowded)
 
     async def release(self, host: str, ticket: _RemoteTicket) -> None:
         """Give back the place of a request that got no answer to learn from."""
         limiter = self._hosts.get(host)
         if limiter is not None:
-            limiter.release(Ticket(*ticket))
+            limiter.release(_ticket(ticket))
 
     async def finish(
         self,
@@ -119,7 +125,7 @@ class ClusterLimiter:
         limiter = self._hosts.get(host)
         if limiter is None:
             return None
-        granted = Ticket(*ticket)
+        granted = _ticket(ticket)
         limiter.release(granted)
         return limiter.observe(granted, status, headers, throttled=throttled, retry=retry)
 
@@ -199,7 +205,7 @@ def _log_failure(future: Any) -> None:
 class _ClusterTicket(Ticket):
     """A local grant together with the coordinator's grant for the same request."""
 
-    remote: _RemoteTicket = (0.0, 0, 0)
+    remote: _RemoteTicket = (0.0, 0, 0, False, False)
 
 
 class ClusterHostLimiter(HostLimiter):
@@ -234,7 +240,14 @@ class ClusterHostLimiter(HostLimiter):
         if isinstance(remote, str):
             super().release(ticket)
             raise HostParked(remote)
-        return _ClusterTicket(ticket.rate, ticket.in_flight, ticket.epoch, tuple(remote))
+        return _ClusterTicket(
+            ticket.rate,
+            ticket.in_flight,
+            ticket.epoch,
+            tuple(remote),
+            pressed=ticket.pressed,
+            crowded=ticket.crowded,
+        )
 
     def release(self, ticket: Ticket) -> None:
         """Give back the place here; the coordinator's goes back with the answer's report."""
