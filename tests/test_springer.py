@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -402,3 +403,55 @@ async def test_fetch_file_declines_on_error_status(
 async def test_fetch_file_with_an_unusable_uri_declines(fake_session: Session) -> None:
     file = File(FileKind.BODY, "springer", PDF, "http://[not-a-host/x.pdf")
     assert await SpringerFileSource().fetch_file(file, http=fake_session) is None
+
+
+def _hold_crossref(session: Session, doi: str, member: str, publisher: str) -> None:
+    """Prime the single-work Crossref answer a bulk lookup would have left for ``doi``."""
+    from litfetch_df._store import CachedResponse
+    from litfetch_df.sources.crossref import crossref_work_request
+
+    request = crossref_work_request(doi, session.contact)
+    body = json.dumps(
+        {"status": "ok", "message": {"DOI": doi, "member": member, "publisher": publisher}}
+    )
+    session.prime(
+        "GET",
+        request.url,
+        params=request.params,
+        response=CachedResponse(
+            200, (("content-type", "application/json"),), body.encode(), request.url
+        ),
+    )
+
+
+async def test_a_held_crossref_record_of_another_publisher_spares_the_request(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    # The prefix says Springer Nature, but the record the run holds names Elsevier (member
+    # 78): the journal changed hands, and Springer's APIs cannot answer for it.
+    route_oa(fake, FakeResponse(200, ENVELOPE, {"Content-Type": "application/xml"}))
+    _hold_crossref(fake_session, DOI, "78", "Elsevier BV")
+    blob = await SpringerFetcher().fetch(
+        ArticleIds(doi=DOI), credentials={"springer_api_key": KEY}, http=fake_session
+    )
+    assert blob is None
+    assert fake.count(HOST) == 0
+    assert fake.count() == 0  # looking at the held record asked nobody
+
+
+async def test_a_held_crossref_record_naming_springer_nature_opens_another_prefix(
+    fake: FakeUpstream, fake_session: Session
+) -> None:
+    moved = "10.9999/moved-to-springer.1"
+    route_oa(fake, FakeResponse(200, ENVELOPE, {"Content-Type": "application/xml"}))
+    without = await SpringerFetcher().fetch(
+        ArticleIds(doi=moved), credentials={"springer_api_key": KEY}, http=fake_session
+    )
+    assert without is None and fake.count(HOST) == 0  # the prefix alone: not Springer's
+    _hold_crossref(fake_session, moved, "297", "Springer Science and Business Media LLC")
+    blob = await SpringerFetcher().fetch(
+        ArticleIds(doi=moved), credentials={"springer_api_key": KEY}, http=fake_session
+    )
+    assert blob is not None
+    (req,) = fake.requests(HOST)
+    assert req.param("q") == f"doi:{moved}"

@@ -15,10 +15,12 @@ every source) and are re-exported here, where they first lived.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
+from .._store import HeldAnswers
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi
 from ..metadata import Related, RelationType, SourceMetadata, is_open_licence_url
@@ -44,6 +46,7 @@ __all__ = [
     "crossref_work_url",
     "download_file",
     "fetch_crossref_work",
+    "held_crossref_work",
     "is_web_url",
     "json_object",
     "usable_credential",
@@ -83,6 +86,31 @@ def crossref_work_request(doi: str, contact: str | None) -> GetRequest:
         headers=None,
         rate=Rate.CROSSREF,
     )
+
+
+async def held_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
+    """Return the Crossref work record for ``doi`` that ``http`` already holds, or ``None``.
+
+    Never sends a request: only an answer primed by a bulk lookup, kept in the
+    session's memo or stored in the persistent cache counts (see
+    :class:`~litfetch_df._store.HeldAnswers`). ``None`` when ``http`` cannot say
+    what it holds, the DOI is invalid, or nothing usable is held.
+    """
+    if not isinstance(http, HeldAnswers):
+        return None
+    try:
+        request = crossref_work_request(doi, http.contact)
+    except ValueError:
+        return None
+    entry = await http.held(request.url, params=request.params, headers=request.headers)
+    if entry is None or entry.status_code != 200:
+        return None
+    try:
+        body = json.loads(entry.content)
+    except ValueError:
+        return None
+    message = body.get("message") if isinstance(body, dict) else None
+    return message if isinstance(message, dict) else None
 
 
 async def fetch_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
 from ..metadata import SourceMetadata
-from ..publishers import Publisher, by_prefix
+from ..publishers import Publisher, by_prefix, publisher_of
 from ._common import (
     GetRequest,
     download_file,
@@ -34,6 +34,7 @@ from ._common import (
     fetch_ok,
     usable_credential,
 )
+from .crossref import held_crossref_work
 
 __all__ = [
     "SPRINGER_META_URL",
@@ -80,10 +81,18 @@ def springer_serves(doi: str) -> bool:
     return by_prefix(doi) is Publisher.SPRINGER_NATURE
 
 
-def _served(article_ids: ArticleIds, source: str) -> str | None:
-    """The bundle's parsed DOI when Springer Nature can answer for it, else ``None``."""
+async def _served(article_ids: ArticleIds, source: str, http: Http) -> str | None:
+    """The bundle's parsed DOI when Springer Nature can answer for it, else ``None``.
+
+    A Crossref record the run already holds for the DOI settles it (its
+    ``member`` or ``publisher``: a journal that changed hands keeps its old
+    prefix); otherwise the prefix does. Looking costs no request.
+    """
     doi = _doi(article_ids, source)
-    if doi is None or not springer_serves(doi):
+    if doi is None:
+        return None
+    record = await held_crossref_work(http, doi)
+    if publisher_of(doi, record) is not Publisher.SPRINGER_NATURE:
         return None
     return doi
 
@@ -133,7 +142,7 @@ class SpringerFetcher:
         key = usable_credential(credentials, "springer_api_key")
         if key is None:
             return None
-        doi = _served(article_ids, self.name)
+        doi = await _served(article_ids, self.name, http)
         if doi is None:
             return None
         # The recorded location reproduces the request minus the key.
@@ -185,7 +194,7 @@ class SpringerFileSource:
         key = usable_credential(credentials, "springer_meta_api_key")
         if key is None:
             return ()
-        doi = _served(article_ids, self.name)
+        doi = await _served(article_ids, self.name, http)
         if doi is None:
             return ()
         request = springer_meta_request(doi, key)
