@@ -255,10 +255,9 @@ class HostLimiter:
         """
         self._adopt_loop()
         self._check_parked()
-        crowded = await self._enter()
-        asked = self._clock.now()
+        queued = await self._enter()
         try:
-            slot = await self._wait_slot()
+            slot, pressed = await self._wait_slot()
         except BaseException:
             self._leave()
             raise
@@ -267,10 +266,8 @@ class HostLimiter:
         self._recent.append(slot)
         if self._window_end > slot:
             self._window_left -= 1
-        # Waiting out a pause or a window says nothing about whether the pace is too slow.
-        pressed = slot > asked and slot > self._paused_until and self._window_end <= asked
-        # The cap held it back only if its slot was already due when it got its place.
-        crowded = crowded and slot <= asked
+        # The cap held it back only if the pace would not have held it anyway.
+        crowded = queued and not pressed
         return Ticket(self.rate, self._sending, self._epoch, pressed=pressed, crowded=crowded)
 
     def release(self, ticket: Ticket) -> None:
@@ -279,8 +276,10 @@ class HostLimiter:
         self._last_end = self._clock.now()
         self._leave()
 
-    async def _wait_slot(self) -> float:
+    async def _wait_slot(self) -> tuple[float, bool]:
+        """Wait for the next start slot; return it and whether the pace (not a pause) set it."""
         clock = self._clock
+        pressed: bool | None = None
         while True:
             now = clock.now()
             slot = max(now, self._next, self._paused_until)
@@ -288,6 +287,13 @@ class HostLimiter:
                 slot = max(slot, self._last_end + self._interval())
             if self._window_left <= 0 and self._window_end > slot:
                 slot = self._window_end
+            if pressed is None:
+                # Judged once, on arrival: a pause or an exhausted window says nothing about
+                # whether the pace is too slow, the spacing behind other requests does.
+                held = max(now, self._paused_until)
+                if self._window_left <= 0:
+                    held = max(held, self._window_end)
+                pressed = slot > held
             # Reserved before awaiting, so concurrent callers line up one interval apart.
             self._next = slot + self._interval()
             if slot > now:
@@ -296,7 +302,7 @@ class HostLimiter:
             if self._paused_until <= slot and not (
                 self._window_left <= 0 and self._window_end > slot
             ):
-                return max(slot, clock.now())
+                return max(slot, clock.now()), pressed
             # A pause began while this request waited: queue again behind it.
 
     def _interval(self) -> float:
