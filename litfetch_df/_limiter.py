@@ -114,6 +114,13 @@ PROBE_GAIN = 1.05
 PROBE_AFTER_HARSH = 300.0
 # No host is ever paced slower than this many requests per second (see _floor).
 FLOOR_RATE = 0.5
+# A pace is *proven* once this many requests in a row, each held back by the pace, were
+# answered cleanly at it or faster; a later throttle never cuts the ceiling below half
+# of it, nor the pace below a quarter (see _floor).
+PROVEN_ANSWERS = 15
+# ... and for a host that starts below its ceiling, the learned ceiling keeps this share of
+# that start: throttles at a pace judged safe for any host are failures, not a limit.
+START_SHARE = 0.75
 # Seconds after a cut during which further throttles only wait (they answer requests
 # paced before the cut could take effect).
 COOLDOWN = 1.0
@@ -238,6 +245,8 @@ class HostLimiter:
         self._streak = 0
         self._clean = 0
         self._at_ceiling = 0
+        self._proven = 0.0
+        self._streak_rates: collections.deque[float] = collections.deque(maxlen=PROVEN_ANSWERS)
         self._holding = 0  # requests holding an in-flight place (sent or about to be)
         self._sending = 0  # requests on the wire
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -448,7 +457,11 @@ class HostLimiter:
         floor = self._floor()
         # A host that punishes a throttle with a long wait is worth a wider margin.
         share = LEARNED_SHARE_HARSH if harsh else LEARNED_SHARE
-        self._learned = max(floor, provoked * share)
+        # A pace the host has answered cleanly many times over is not what this throttle
+        # is about: throttles that keep coming far below it are failures (random 429s and
+        # 503s), and must not ratchet the ceiling down to the floor one by one.
+        self._learned = max(self._learned_floor(), provoked * share)
+        self._streak_rates.clear()
         self.rate = max(floor, provoked * CUT)
         if ticket.in_flight > 1:
             # One throttle cannot tell a rate limit from a concurrency limit, and the pace
@@ -473,13 +486,31 @@ class HostLimiter:
         and its pauses (Retry-After, back-off) slow it further anyway.
         """
         start = self.plan.start_rate
-        return FLOOR_RATE if math.isinf(start) else max(FLOOR_RATE, start / 4)
+        floor = FLOOR_RATE if math.isinf(start) else max(FLOOR_RATE, start / 4)
+        return max(floor, self._proven / 4)
+
+    def _learned_floor(self) -> float:
+        """The lowest a throttle sets the learned ceiling: half the proven pace, and for a
+        host that started below its ceiling, most of that start (judged safe for any host).
+
+        A host that keeps throttling there is failing, not limiting: each throttle still
+        cuts the pace and holds the host, but the ceiling the pace recovers to stays.
+        """
+        floor = max(self._floor(), self._proven / 2)
+        plan = self.plan
+        if math.isfinite(plan.start_rate) and plan.start_rate < plan.max_rate:
+            floor = max(floor, START_SHARE * plan.start_rate)
+        return floor
 
     def _ceiling(self) -> float:
         return min(self.plan.max_rate, self._learned, self._announced)
 
     def _grow(self, ticket: Ticket) -> None:
         self._streak = 0
+        if ticket.pressed and math.isfinite(ticket.rate):
+            self._streak_rates.append(ticket.rate)
+            if len(self._streak_rates) == PROVEN_ANSWERS:
+                self._proven = max(self._proven, min(self._streak_rates))
         # Only a limit that held a request back is raised: a host asked less often than
         # its pace allows keeps its pace, so a burst of demand later cannot meet a pace
         # that was never tried against the host.
