@@ -106,5 +106,7 @@ def read_parquet(path: str | os.PathLike[str], **kwargs: Any) -> dd.DataFrame:
     if not files:
         raise FileNotFoundError(f"no {pq.DATASET_GLOB} files in {folder}")
     meta = _read_part(files[0], kwargs).iloc[:0]
-    result: dd.DataFrame = _dd.from_map(_read_part, files, args=(dict(kwargs),), meta=meta)
+    # Dask turns object columns into Arrow strings on read; these hold Blobs and tuples.
+    with _dk.config.set({"dataframe.convert-string": False}):
+        result: dd.DataFrame = _dd.from_map(_read_part, files, args=(dict(kwargs),), meta=meta)
     return result

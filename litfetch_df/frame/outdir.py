@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from .._atomic import PART_SUFFIX, open_part, write_atomic
+from .._atomic import PART_SUFFIX, abandoned, open_part, write_atomic
 from ..files import ELSEVIER_XML, JATS_XML, PDF, File
 from ..ids import ArticleIds, doi_key
 
@@ -166,9 +166,10 @@ def remove_leftovers(root: Path) -> int:
     """Remove the hidden ``.part`` files a killed run left in ``root`` and its subdirectories.
 
     Only this module's own temporary names (a leading dot, the ``.part`` suffix)
-    are touched, one level deep (where the writers put them). Returns how many
-    were removed. Two runs writing into one directory at the same time are not
-    supported: the second would remove the first one's files in progress.
+    are touched, one level deep (where the writers put them), and only those no
+    live writer holds (:func:`litfetch_df._atomic.abandoned`): several runs, or
+    the partitions of one Dask run, may write into one directory at once.
+    Returns how many were removed.
     """
     removed = 0
     try:
@@ -184,7 +185,7 @@ def remove_leftovers(root: Path) -> int:
         for entry in entries:
             name = entry.name
             ours = name.startswith(".") and name.endswith(PART_SUFFIX)
-            if ours and entry.is_file(follow_symlinks=False):
+            if ours and entry.is_file(follow_symlinks=False) and abandoned(entry.path):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
                     removed += 1

@@ -247,8 +247,25 @@ def read_parquet(path: str | os.PathLike[str] | BinaryIO, **kwargs: Any) -> pd.D
                 _cells(values, _FROM_RECORD[kinds[column]]), index=frame.index, dtype=object
             )
         frame = frame.assign(**{str(k): v for k, v in converted.items()})
+    _restore_index_dtype(frame, table.schema.metadata or {})
     frame.attrs = restore_attrs(extra.get("attrs"))
     return frame
+
+
+def _restore_index_dtype(frame: pd.DataFrame, metadata: Mapping[bytes, bytes]) -> None:
+    """Give a one-level index its nullable ``string`` dtype back (pyarrow does it for columns)."""
+    raw = metadata.get(b"pandas")
+    if not raw or isinstance(frame.index, pd.MultiIndex):
+        return
+    described = json.loads(raw)
+    names = described.get("index_columns") or []
+    if len(names) != 1 or not isinstance(names[0], str):
+        return  # a RangeIndex is described, not stored
+    column: dict[str, Any] = next(
+        (c for c in described.get("columns", []) if c.get("field_name") == names[0]), {}
+    )
+    if column.get("numpy_type") == "string" and str(frame.index.dtype) != "string":
+        frame.index = frame.index.astype("string")
 
 
 def _read_dataset(folder: Path, **kwargs: Any) -> pd.DataFrame:

@@ -12,8 +12,10 @@ A file appears under its final name whole or not at all:
   (a download is streamed to a local temporary file first, then put);
 * on any other filesystem (SFTP, HDFS, ...) the bytes go to a hidden
   ``.<name>.<random>.part`` beside the final name, which is then moved into place
-  (what such a filesystem calls a rename); a killed run's leftovers are swept by
-  the next run on the same directory, as on a local disk.
+  (what such a filesystem calls a rename). A run killed mid-write may leave
+  such a hidden file: unlike on a local disk, where a writer's lock tells its
+  files from leftovers, they are not swept (the partitions of a Dask run
+  write into one directory at once).
 
 fsspec is imported only here, only when a URL is given; without it the call
 fails at once, saying what to install. Paths are built from the same safe,
@@ -139,8 +141,6 @@ class UrlOutDir(Names):
         self._one_put = bool(_protocols(self._fs) & OBJECT_STORES)
         with contextlib.suppress(Exception):  # object stores have no directories to make
             self._fs.makedirs(self._base, exist_ok=True)
-        if not self._one_put:
-            self._sweep()
 
     def __repr__(self) -> str:
         return f"UrlOutDir({self.root!r})"
@@ -152,14 +152,6 @@ class UrlOutDir(Names):
         if not location.startswith(self.root + "/"):
             raise ValueError(f"refusing to write outside the output directory: {location!r}")
         return self._base + location[len(self.root) :]
-
-    def _sweep(self) -> None:
-        # A killed run's hidden .part files, where the writer put them (one level deep).
-        with contextlib.suppress(Exception):
-            for found in self._fs.find(self._base, maxdepth=2):
-                name = str(found).rsplit("/", 1)[-1]
-                if name.startswith(".") and name.endswith(PART_SUFFIX):
-                    self._fs.rm_file(found)
 
     def _temp_beside(self, path: str) -> str:
         folder, _, name = path.rpartition("/")
