@@ -320,7 +320,7 @@ def run_dask(args: argparse.Namespace) -> dict[str, Any]:
         _mark(args.port, "end:run")
         worker_rss = client.run(here.rss_mb)
         held = coordinator.held().result()
-        reclaimed = coordinator.reclaimed
+        reclaimed = coordinator.reclaimed().result()
     outcomes = _outcomes(done)
     return {
         "phases": [{"step": "run", "wall": wall, "outcomes": outcomes}],

@@ -174,7 +174,7 @@ async def test_a_dead_workers_place_comes_back_when_its_lease_runs_out(fake: Fak
         assert fake.requests(HOST)[0].at >= granted_at + LEASE
 
     await clock.run(run())
-    assert coordinator.reclaimed == 1
+    assert await coordinator.reclaimed() == 1
     assert await coordinator.held() == {}
     assert fake.count(HOST) == 1
 
@@ -208,7 +208,7 @@ async def test_a_report_after_the_lease_frees_nothing_twice() -> None:
     await clock.run(run())
     assert times["next"] >= 100.0 + LEASE
     assert times["third"] >= times["next"] + 1.0
-    assert coordinator.reclaimed == 1  # the third one's lease is still running
+    assert await coordinator.reclaimed() == 1  # the third one's lease is still running
     assert await coordinator.held() == {host: 1}
     await coordinator.close()
 
@@ -218,7 +218,7 @@ async def test_workers_that_report_in_time_keep_every_lease(fake: FakeUpstream) 
     coordinator = ClusterLimiter(clock=clock, lease=LEASE)
     await clock.run(_each_asks(_sessions(fake, clock, coordinator), 15))
     assert fake.count(HOST) == 30
-    assert coordinator.reclaimed == 0
+    assert await coordinator.reclaimed() == 0
     assert await coordinator.held() == {}
 
 

@@ -108,7 +108,7 @@ class ClusterLimiter:
         self._leases: dict[int, _Lease] = {}
         self._next_lease = 0
         self._reaper: asyncio.Task[None] | None = None
-        self.reclaimed = 0
+        self._reclaimed = 0
 
     def _limiter(self, host: str, plan: _Plan, policy: RetryPolicy) -> HostLimiter:
         limiter = self._hosts.get(host)
@@ -155,7 +155,7 @@ class ClusterLimiter:
                 continue
             lost = self._leases.pop(first)
             self._hosts[lost.host].release(lost.ticket)
-            self.reclaimed += 1
+            self._reclaimed += 1
             log.warning(
                 "a request to %s held its place past its lease (%.0f s): given back",
                 lost.host,
@@ -201,6 +201,10 @@ class ClusterLimiter:
         for lease in self._leases.values():
             counts[lease.host] = counts.get(lease.host, 0) + 1
         return counts
+
+    async def reclaimed(self) -> int:
+        """Return how many granted places were taken back because their lease ran out."""
+        return self._reclaimed
 
     async def close(self) -> None:
         """Stop watching leases (the places still out stay out)."""
