@@ -73,7 +73,7 @@ ALL_SCENARIOS = (
 )
 WARM_SCENARIOS = ("warm", "warm-subset", "warm-extended")
 """Scenarios that run over a cache already filled: no ideal request count, no bound."""
-EXTRA_SCENARIOS = ("worlds", "faults")
+EXTRA_SCENARIOS = ("worlds", "faults", "dask")
 """Scenarios that run only when named (``all`` leaves them out)."""
 # Which steps a scenario's headline figures cover (the rest is preparation).
 PROGRESS_EVERY = 30.0
@@ -88,6 +88,7 @@ HEADLINE = {
     "warm-extended": ("run",),
     "chained": ("resolve", "bodies", "files", "licences"),
     "memory": ("run",),
+    "dask": ("run",),
 }
 
 MEMORY_CEILING_MB = 300.0
@@ -141,6 +142,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="limit per client run of the worlds scenario, seconds "
         "(0: 60 s + 10 x that world's bound, at most --timeout)",
     )
+    p.add_argument(
+        "--dask-workers",
+        default="1,2,4",
+        help="the dask scenario: LocalCluster sizes to run, worker processes (comma list)",
+    )
+    p.add_argument(
+        "--dask-partitions", type=int, default=0, help="the dask scenario: 0 = 2 per worker"
+    )
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "latest.json"))
     args = p.parse_args(argv)
     chosen: list[str] = []
@@ -160,6 +169,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args.scenarios = list(dict.fromkeys(chosen))
     if not 0.0 <= args.faults < 1.0:
         p.error("--faults must be in [0, 1)")
+    try:
+        args.dask_sizes = [int(w) for w in str(args.dask_workers).split(",") if w.strip()]
+    except ValueError:
+        p.error("--dask-workers takes a comma list of worker counts, e.g. 1,2,4")
+    if not args.dask_sizes or min(args.dask_sizes) < 1:
+        p.error("--dask-workers takes a comma list of worker counts, e.g. 1,2,4")
     return args
 
 
@@ -285,11 +300,15 @@ def run_requests_scenario(
     *,
     world: DrawnWorld | None = None,
     timeout: float | None = None,
+    workers: int = 1,
 ) -> ScenarioReport:
     """Serve the world, run one request-making scenario's client, and measure it.
 
     ``world`` replaces the fixed limits of the hosts that publish none with
     drawn ones (and the bound uses them); ``timeout`` bounds the client run.
+    ``workers`` (the dask scenario) is the LocalCluster's size: each worker's
+    session has ``--concurrency`` requests out, so the bound's latency terms
+    divide by ``workers`` times that; the rate terms do not change.
     """
     n = args.memory_n if name == "memory" else args.n
     credentials = not args.no_credentials and name != "memory"
@@ -310,6 +329,12 @@ def run_requests_scenario(
     if name == "memory":
         out_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-out-"))
         extra["out_dir"] = str(out_dir)
+    parallel = args.concurrency
+    if name == "dask":
+        extra["cache"] = str(cache_dir / f"dask-{workers}")  # cold: its own cache
+        extra["workers"] = str(workers)
+        extra["partitions"] = str(args.dask_partitions)
+        parallel = args.concurrency * workers
     try:
         result = _child(args, name, n, fake.port, fake, timeout, **extra)
     finally:
@@ -326,9 +351,7 @@ def run_requests_scenario(
         windows.append(window)
         marginal = _phase_ideal(corpus, name, step, credentials=credentials)
         ideal = {} if name in WARM_SCENARIOS else dict(marginal)
-        bound, _ = lower_bound(
-            ideal, latency=args.latency, concurrency=args.concurrency, **bound_limits
-        )
+        bound, _ = lower_bound(ideal, latency=args.latency, concurrency=parallel, **bound_limits)
         phases.append(
             PhaseReport(
                 step=step,
@@ -347,9 +370,7 @@ def run_requests_scenario(
         if name in WARM_SCENARIOS
         else dict(ideal_requests(corpus, steps, credentials=credentials))
     )
-    bound, terms = lower_bound(
-        ideal, latency=args.latency, concurrency=args.concurrency, **bound_limits
-    )
+    bound, terms = lower_bound(ideal, latency=args.latency, concurrency=parallel, **bound_limits)
     requests: dict[str, int] = {}
     throttled: dict[str, int] = {}
     for p in headline:
@@ -396,7 +417,65 @@ def run_requests_scenario(
         report.extra["files written to out_dir"] = result["out_dir_files"]
     if name == "memory":
         report.extra.update(memory_lines(result))
+    if name == "dask":
+        report.name = f"dask ({workers} worker{'s' if workers > 1 else ''})"
+        report.extra.update(dask_lines(result))
     return report
+
+
+def dask_lines(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The dask scenario's own figures: the cluster, each worker's peak RSS, the coordinator."""
+    peaks = result.get("worker_peak_rss_mb") or []
+    lines: dict[str, Any] = {
+        "cluster": f"{result.get('workers', '?')} worker processes x 1 thread, "
+        f"{result.get('partitions', '?')} partitions",
+        "peak RSS per worker (MB)": ", ".join(f"{p:.0f}" for p in peaks) or "-",
+        "client process peak RSS (MB)": _rounded(result.get("peak_rss_mb")),
+    }
+    left = result.get("coordinator_places_left")
+    if left is not None:
+        lines["coordinator places held at the end"] = left or "none"
+        lines["coordinator leases reclaimed"] = result.get("coordinator_reclaimed", 0)
+    return lines
+
+
+def _rounded(value: Any) -> str:
+    return f"{value:.0f}" if isinstance(value, int | float) else "-"
+
+
+def run_dask_scenario(args: argparse.Namespace, cache_root: Path) -> list[ScenarioReport]:
+    """``ddf.lit.run()`` on a LocalCluster of each ``--dask-workers`` size, cold, in turn."""
+    reports = []
+    for workers in args.dask_sizes:
+        print(f"-- dask: {workers} worker(s) ...", flush=True)
+        report = run_requests_scenario(args, "dask", cache_root, workers=workers)
+        print(format_scenario(report), flush=True)
+        reports.append(report)
+    print(format_dask(reports), flush=True)
+    return reports
+
+
+def format_dask(reports: list[ScenarioReport]) -> str:
+    """One line per cluster size: wall, bound, ratio, requests, 429s, peak RSS, binding host."""
+    lines = [
+        "== dask: one row per cluster size",
+        f"   {'workers':<22}{'wall s':>8}{'bound s':>9}{'ratio':>7}{'requests':>10}{'429s':>6}"
+        f"{'max worker MB':>15}  binds",
+    ]
+    for r in reports:
+        peaks = [p for p in (r.extra.get("peak RSS per worker (MB)") or "").split(", ") if p]
+        peak = max((float(p) for p in peaks if p != "-"), default=None)
+        binds = r.terms[0].host if r.terms and r.bound > 0 else "-"
+        lines.append(
+            f"   {r.name:<22}{_fmt(r.wall):>8}{r.bound:>9.2f}{_fmt(r.ratio):>7}"
+            f"{sum(r.requests.values()):>10}{sum(r.throttled.values()):>6}"
+            f"{_rounded(peak):>15}  {binds}"
+        )
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def memory_lines(result: Mapping[str, Any]) -> dict[str, str]:
@@ -591,6 +670,9 @@ def main(argv: list[str] | None = None) -> int:
                 report = run_faults_scenario(args, cache_dir)
                 reports.append(report)
                 print(format_scenario(report), flush=True)
+                continue
+            if name == "dask":
+                reports.extend(run_dask_scenario(args, cache_dir))
                 continue
             world = draw_world(args.world_seed) if args.world_seed is not None else None
             if world is not None:

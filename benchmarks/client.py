@@ -36,10 +36,14 @@ __all__ = [
     "CREDENTIALS",
     "PIPELINE_STEPS",
     "SCENARIO_STEPS",
+    "light",
+    "loopback_client",
     "main",
     "missing_surface",
     "model_steps",
     "row_digests",
+    "rss_mb",
+    "run_dask",
     "unfinished",
 ]
 
@@ -67,6 +71,7 @@ SCENARIO_STEPS: dict[str, tuple[str, ...]] = {
     "warm-extended": ("run",),
     "chained": PIPELINE_STEPS,
     "memory": ("run",),
+    "dask": ("run",),
 }
 """The phases each scenario's client runs and marks, in order.
 
@@ -130,12 +135,18 @@ def _factory(port: int) -> Callable[[], httpx.AsyncClient]:
     return make
 
 
+def loopback_client(port: int) -> httpx.AsyncClient:
+    """An httpx client to the fake on ``port`` (module level: Dask workers unpickle it)."""
+    return _factory(port)()
+
+
 def _mark(port: int, name: str) -> None:
     quoted = urllib.parse.quote(name, safe="")
     httpx.get(f"http://127.0.0.1:{port}/mark/{quoted}", headers={"Host": "bench.control"})
 
 
-def _rss_mb() -> float:
+def rss_mb() -> float:
+    """This process's peak resident memory so far, in MB."""
     # ru_maxrss is in kilobytes on Linux (bytes on macOS)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
@@ -201,7 +212,7 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
     frame = generate(args.n, seed=args.seed).frame
     # What the process holds before any step: the interpreter, pandas, the library and the
     # input frame. The memory scenario's figure is the run's peak against this.
-    baseline_mb = _rss_mb()
+    baseline_mb = rss_mb()
     session = litfetch_df.Session(
         client_factory=_factory(args.port),
         contact=CONTACT,
@@ -242,6 +253,85 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         "outcomes": _outcomes(frame),
         "session_requests": getattr(session, "requests_by_host", {}),
         "baseline_rss_mb": baseline_mb,
+    }
+
+
+_HEAVY = ("body", "files", "related")
+"""Result columns the Dask scenario leaves on the workers (their counts travel, not they)."""
+
+
+def light(frame: Any) -> Any:
+    """``frame`` without the heavy result columns."""
+    return frame.drop(columns=[c for c in _HEAVY if c in frame.columns])
+
+
+def run_dask(args: argparse.Namespace) -> dict[str, Any]:
+    """``ddf.lit.run()`` on a LocalCluster of ``--workers`` processes; walls, outcomes, memory.
+
+    The cluster starts before the clock does; the run is one ``compute()`` of the
+    whole pipeline over ``2 x workers`` partitions, each in its own session, the
+    rate-limited hosts paced by the cluster's coordinator. Only the light columns
+    come back to this process; each worker's peak RSS is read in the worker.
+    """
+    import functools
+
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    import litfetch_df
+    import litfetch_df.dask
+    from benchmarks import client as here  # by module name, not __main__: workers import it
+    from benchmarks.corpus import generate
+
+    frame = generate(args.n, seed=args.seed).frame
+    baseline_mb = rss_mb()
+    factory = functools.partial(
+        litfetch_df.Session,
+        client_factory=functools.partial(here.loopback_client, args.port),
+        cache=args.cache or None,
+    )
+    kwargs: dict[str, Any] = {
+        "session_factory": factory,
+        "contact": CONTACT,
+        "progress": False,
+        "concurrency": args.concurrency,
+    }
+    if args.credentials:
+        kwargs["credentials"] = dict(CREDENTIALS)
+    partitions = args.partitions or 2 * args.workers
+    with (
+        tempfile.TemporaryDirectory(prefix="litfetch-bench-dask-") as scratch,
+        LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            local_directory=scratch,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        ddf = dd.from_pandas(frame, npartitions=partitions, sort=False)
+        lazy = ddf.lit.run(PIPELINE_STEPS, **kwargs).map_partitions(here.light)
+        coordinator = litfetch_df.dask.cluster_limiter(client)
+        _mark(args.port, "start:run")
+        t0 = time.perf_counter()
+        done = lazy.compute()
+        wall = time.perf_counter() - t0
+        _mark(args.port, "end:run")
+        worker_rss = client.run(here.rss_mb)
+        held = coordinator.held().result()
+        reclaimed = coordinator.reclaimed().result()
+    outcomes = _outcomes(done)
+    return {
+        "phases": [{"step": "run", "wall": wall, "outcomes": outcomes}],
+        "wall": wall,
+        "outcomes": outcomes,
+        "baseline_rss_mb": baseline_mb,
+        "workers": args.workers,
+        "partitions": partitions,
+        "worker_peak_rss_mb": sorted(float(v) for v in worker_rss.values()),
+        "coordinator_places_left": held,
+        "coordinator_reclaimed": reclaimed,
     }
 
 
@@ -380,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default="")
     parser.add_argument("--credentials", action="store_true")
     parser.add_argument("--max-rounds", type=int, default=6)
+    parser.add_argument("--workers", type=int, default=1, help="dask: LocalCluster processes")
+    parser.add_argument("--partitions", type=int, default=0, help="dask: 0 = 2 per worker")
     parser.add_argument("--result", required=True)
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"scenario": args.scenario}
@@ -388,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             result.update(run_licence(args))
         elif args.scenario == "converge":
             result.update(run_converge(args))
+        elif args.scenario == "dask":
+            result.update(run_dask(args))
         else:
             if args.scenario == "memory" and not args.out_dir:
                 args.out_dir = tempfile.mkdtemp(prefix="litfetch-bench-out-")
@@ -398,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["traceback"] = traceback.format_exc(limit=8)
-    result["peak_rss_mb"] = _rss_mb()
+    result["peak_rss_mb"] = rss_mb()
     Path(args.result).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return 0 if "error" not in result else 1
 

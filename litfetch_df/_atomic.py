@@ -5,7 +5,10 @@ the bytes go to ``.<name>.<random>.part`` in the same directory and are moved
 into place with :func:`os.replace` (atomic on one filesystem) only when all of
 them were written; on any error the temporary file is removed. A run killed
 mid-write leaves its ``.part`` file behind, which the output directory's next
-user sweeps (:func:`litfetch_df.frame.outdir.remove_leftovers`).
+user sweeps (:func:`litfetch_df.frame.outdir.remove_leftovers`); a writer holds
+an advisory lock on its ``.part`` file while it writes, so a sweep by another
+writer of the same directory (another thread, process or Dask partition)
+leaves it alone.
 """
 
 from __future__ import annotations
@@ -13,11 +16,18 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
-__all__ = ["PART_SUFFIX", "PartFile", "open_part", "part_name", "write_atomic"]
+fcntl: Any
+if sys.platform != "win32":
+    import fcntl
+else:  # no advisory locks: a sweep takes every leftover
+    fcntl = None
+
+__all__ = ["PART_SUFFIX", "PartFile", "abandoned", "open_part", "part_name", "write_atomic"]
 
 PART_SUFFIX: Final = ".part"
 """The suffix of every temporary file this module writes (after a leading dot)."""
@@ -26,6 +36,54 @@ PART_SUFFIX: Final = ".part"
 def part_name(path: Path) -> Path:
     """Return a fresh temporary name beside ``path``: ``.<name>.<8 hex>.part``."""
     return path.parent / f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}"
+
+
+def _lock(fd: int, *, wait: bool) -> bool | None:
+    """Take an exclusive advisory lock on ``fd``: ``True`` held, ``False`` someone else holds
+    it, ``None`` this platform or filesystem has no such locks."""
+    if fcntl is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    return True
+
+
+def _create_held(target: Path) -> tuple[Path, int]:
+    """Create a fresh ``.part`` name beside ``target``, open and locked for as long as it is open.
+
+    The lock tells a sweeper of leftovers (:func:`abandoned`) that a live writer
+    owns the file: many writers (threads, processes, Dask partitions) share
+    one output directory, and each sweeps it when it opens it.
+    """
+    for _ in range(5):
+        tmp = part_name(target)
+        # os.open with 0o666, not mkstemp (always 0600): the umask decides, as for any file.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        _lock(fd, wait=True)
+        if os.fstat(fd).st_nlink > 0:
+            return tmp, fd
+        os.close(fd)  # a sweeper removed it between its creation and our lock: another name
+    raise OSError(f"could not keep a temporary file beside {target.name!r}")
+
+
+def abandoned(path: str | os.PathLike[str]) -> bool:
+    """Return whether no live writer holds the ``.part`` file at ``path`` (so it may go).
+
+    Where advisory locks are missing (some network filesystems, Windows), every
+    leftover counts as abandoned, as it did before writers held locks.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return _lock(fd, wait=False) is not False
+    finally:
+        os.close(fd)  # closing gives the lock back
 
 
 class PartFile:
@@ -39,9 +97,7 @@ class PartFile:
     def __init__(self, target: Path) -> None:
         self.target = target
         target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = part_name(target)
-        # os.open with 0o666, not mkstemp (always 0600): the umask decides, as for any file.
-        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        self.tmp, fd = _create_held(target)
         self.fh: BinaryIO = os.fdopen(fd, "wb")
         self._done = False
 

@@ -106,6 +106,7 @@ class FakeUpstream:
         self.throttled: list[FakeRequest] = []
         self._in_flight: dict[str, int] = collections.defaultdict(int)
         self.max_in_flight: dict[str, int] = collections.defaultdict(int)
+        self._holds: dict[str, tuple[int, threading.Event, float]] = {}
         fake = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -158,6 +159,15 @@ class FakeUpstream:
     def rate_limit(self, host: str, per_second: float, *, retry_after: str | None = None) -> None:
         """Answer 429 to requests beyond ``per_second`` in any one-second window."""
         self._limits[host] = _Limit(per_second, retry_after)
+
+    def hold_until_overlap(self, host: str, in_flight: int, timeout: float = 30.0) -> None:
+        """Hold each answer to ``host`` until ``in_flight`` of its requests were in flight at once.
+
+        From then on every request is answered at once. A client that never has
+        that many requests out at once waits ``timeout`` seconds (real time: a
+        safety valve for a broken client, not a measure) per request.
+        """
+        self._holds[host] = (in_flight, threading.Event(), timeout)
 
     def fail_next(self, host: str, path_prefix: str, *outcomes: FakeResponse | str) -> None:
         """Script the next outcomes for requests to ``host`` whose path starts with the prefix.
@@ -268,6 +278,11 @@ class FakeUpstream:
             self.log.append(req)
             self._in_flight[host] += 1
             self.max_in_flight[host] = max(self.max_in_flight[host], self._in_flight[host])
+            hold = self._holds.get(host)
+            if hold is not None and self._in_flight[host] >= hold[0]:
+                hold[1].set()
+        if hold is not None:
+            hold[1].wait(hold[2])
         try:
             response = self._respond(req)
         except BaseException:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import pytest
 
@@ -16,7 +18,8 @@ pytest.importorskip("dask")  # litfetch_df.dask is the optional [dask] extra
 
 from litfetch_df import HostLimit, HostParked, RetryPolicy, Session
 from litfetch_df._http import Rate
-from litfetch_df._limiter import HostLimiter, plan_for
+from litfetch_df._limiter import HostLimiter, _Plan, plan_for
+from litfetch_df.dask.cluster import cluster_limiter
 from litfetch_df.dask.limiter import (
     ClusterHostLimiter,
     ClusterLimiter,
@@ -29,6 +32,7 @@ from tests.virtual_clock import VirtualClock
 HOST = "api.unpaywall.org"
 RATE = 10.0
 RETRY = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.01)
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -132,3 +136,130 @@ async def test_a_host_parked_by_one_session_fails_at_once_in_the_other(fake: Fak
 
     await clock.run(run())
     assert fake.count(HOST) == 1  # the second session never reached the host
+
+
+# -- leases: a killed worker's places come back ---------------------------------------------------
+
+LEASE = 5.0
+
+
+def _one_at_a_time() -> tuple[str, _Plan]:
+    return HOST, plan_for(HOST, Rate.DEFAULT, HostLimit(rate=RATE, in_flight=1))
+
+
+async def _within(clock: VirtualClock, seconds: float, work: Awaitable[T]) -> T:
+    """Await ``work``, failing if it is not done within ``seconds`` of virtual time."""
+    task = asyncio.ensure_future(work)
+    guard = asyncio.ensure_future(clock.sleep(seconds))
+    await asyncio.wait({task, guard}, return_when=asyncio.FIRST_COMPLETED)
+    guard.cancel()
+    if not task.done():
+        task.cancel()
+        pytest.fail(f"still waiting after {seconds} s of virtual time")
+    return task.result()
+
+
+async def test_a_dead_workers_place_comes_back_when_its_lease_runs_out(fake: FakeUpstream) -> None:
+    clock = VirtualClock()
+    coordinator = ClusterLimiter(clock=clock, lease=LEASE)
+    host, plan = _one_at_a_time()
+    (live,) = _sessions(fake, clock, coordinator)[:1]
+
+    async def run() -> None:
+        # A worker is granted the host's only place, then killed: it never reports.
+        await coordinator.acquire(host, plan, RETRY)
+        granted_at = clock.now()
+        async with live:
+            await _within(clock, 60.0, live.get(f"https://{HOST}/v2/10.1/after-the-kill"))
+        assert fake.requests(HOST)[0].at >= granted_at + LEASE
+
+    await clock.run(run())
+    assert await coordinator.reclaimed() == 1
+    assert await coordinator.held() == {}
+    assert fake.count(HOST) == 1
+
+
+async def test_a_report_after_the_lease_frees_nothing_twice() -> None:
+    clock = VirtualClock()
+    coordinator = ClusterLimiter(clock=clock, lease=LEASE)
+    host, plan = _one_at_a_time()
+    times: dict[str, float] = {}
+
+    async def run() -> None:
+        slow = await coordinator.acquire(host, plan, RETRY)
+        assert not isinstance(slow, str)
+        # Its lease runs out; the next worker gets the place.
+        nxt = await _within(clock, 60.0, coordinator.acquire(host, plan, RETRY))
+        assert not isinstance(nxt, str)
+        times["next"] = clock.now()
+        # The slow one reports at last: learned from, but the place it held is gone already.
+        await coordinator.finish(host, slow, 200, {}, False, False)
+
+        async def third() -> None:
+            await coordinator.acquire(host, plan, RETRY)
+            times["third"] = clock.now()
+
+        waiting = asyncio.ensure_future(third())
+        await clock.sleep(1.0)
+        assert not waiting.done()  # the place is still the second worker's
+        await coordinator.finish(host, nxt, 200, {}, False, False)
+        await _within(clock, 60.0, waiting)
+
+    await clock.run(run())
+    assert times["next"] >= 100.0 + LEASE
+    assert times["third"] >= times["next"] + 1.0
+    assert await coordinator.reclaimed() == 1  # the third one's lease is still running
+    assert await coordinator.held() == {host: 1}
+    await coordinator.close()
+
+
+async def test_workers_that_report_in_time_keep_every_lease(fake: FakeUpstream) -> None:
+    clock = VirtualClock()
+    coordinator = ClusterLimiter(clock=clock, lease=LEASE)
+    await clock.run(_each_asks(_sessions(fake, clock, coordinator), 15))
+    assert fake.count(HOST) == 30
+    assert await coordinator.reclaimed() == 0
+    assert await coordinator.held() == {}
+
+
+def test_a_lease_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="lease"):
+        ClusterLimiter(lease=0)
+
+
+class _Future:
+    def __init__(self, key: str, made: object) -> None:
+        self.key = key
+        self.status = "finished"
+        self._made = made
+
+    def result(self) -> object:
+        return self._made
+
+
+class _Client:
+    """What cluster_limiter asks of a distributed client: submit, and where a result lives."""
+
+    def __init__(self) -> None:
+        self.made: list[object] = []
+        self.workers: dict[str, list[str]] = {}
+
+    def submit(self, cls: type, *, lease: float, actor: bool, key: str) -> _Future:
+        assert actor
+        made = cls(lease=lease)
+        self.made.append(made)
+        self.workers[key] = ["tcp://worker-1"]
+        return _Future(key, made)
+
+    def who_has(self, futures: list[_Future]) -> dict[str, list[str]]:
+        return {f.key: self.workers.get(f.key, []) for f in futures}
+
+
+def test_a_coordinator_whose_worker_died_is_replaced() -> None:
+    client = _Client()
+    first = cluster_limiter(client, lease=30.0)
+    assert cluster_limiter(client) is first  # one per client while its worker lives
+    assert isinstance(first, ClusterLimiter) and first._lease == 30.0
+    client.workers.clear()  # the worker holding it is gone: the scheduler knows no copy
+    second = cluster_limiter(client)
+    assert second is not first and len(client.made) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import JATS_XML, ArticleIds, Blob, File, FileKind, Http, Session
+from litfetch_df._atomic import PartFile
 from litfetch_df._xml import XmlError, parse_xml, root_name, safe_root_name
 from litfetch_df.cache import ResponseCache
 from litfetch_df.frame.options import Options
@@ -158,6 +160,20 @@ def test_leftover_part_files_are_swept(tmp_path: Path) -> None:
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     assert left == ["PMC1", "PMC1/keep.part"]
     assert remove_leftovers(tmp_path / "missing") == 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no advisory locks: every leftover goes")
+def test_a_sweep_leaves_the_part_files_of_live_writers(tmp_path: Path) -> None:
+    # The partitions of a Dask run open one directory at once: each sweeps it on opening,
+    # and must not take the file another one is writing.
+    (tmp_path / ".dead.xml.ab12cd34.part").write_bytes(b"half")
+    with PartFile(tmp_path / "live.xml") as part:
+        part.fh.write(b"in progress")
+        OutDir(tmp_path)
+        assert [p.name for p in tmp_path.iterdir()] == [part.tmp.name]
+        part.commit()
+    assert [p.name for p in tmp_path.iterdir()] == ["live.xml"]
+    assert (tmp_path / "live.xml").read_bytes() == b"in progress"
 
 
 # -- keys ---------------------------------------------------------------------------------------

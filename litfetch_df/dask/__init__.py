@@ -12,6 +12,7 @@ from __future__ import annotations
 from .accessor import DaskLitFrameAccessor, DaskLitSeriesAccessor, register
 from .cluster import Coordinator, cluster_limiter
 from .limiter import COORDINATED_HOSTS, ClusterHostLimiter, ClusterLimiter
+from .parquet import read_parquet
 
 __all__ = [
     "COORDINATED_HOSTS",
@@ -21,6 +22,7 @@ __all__ = [
     "DaskLitFrameAccessor",
     "DaskLitSeriesAccessor",
     "cluster_limiter",
+    "read_parquet",
     "register",
 ]
 

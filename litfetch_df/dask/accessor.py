@@ -26,6 +26,7 @@ Keywords beyond the pandas accessor's:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Hashable
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..frame.onepass import parse_steps
 from ..frame.series_accessor import LitSeriesAccessor
 from ..frame.summary import summarise
 from ..session import Session
+from . import parquet as pq
 from . import partition as part
 from .cluster import Coordinator, current_coordinator
 from .limiter import COORDINATED_HOSTS
@@ -107,7 +109,7 @@ class DaskLitFrameAccessor:
         return self._apply("resolve", (), kwargs)
 
     def fetch_bodies(self, **kwargs: Any) -> dd.DataFrame:
-        """Lazy ``df.lit.fetch_bodies``; ``out_dir`` must be a path every worker can write."""
+        """Lazy ``df.lit.fetch_bodies``; ``out_dir``: a path every worker sees, or an fsspec URL."""
         return self._apply("fetch_bodies", (), kwargs)
 
     def list_files(self, **kwargs: Any) -> dd.DataFrame:
@@ -133,7 +135,20 @@ class DaskLitFrameAccessor:
 
     def fetch_files(self, out_dir: str, **kwargs: Any) -> dd.DataFrame:
         """Lazy ``df.lit.fetch_files``: each file once, into ``out_dir`` (seen by every worker)."""
-        return self._apply("fetch_files", (str(out_dir),), kwargs)
+        return self._apply("fetch_files", (os.fspath(out_dir),), kwargs)
+
+    def to_parquet(
+        self, path: str | os.PathLike[str], *, compute: bool = True, **kwargs: Any
+    ) -> Any:
+        """Write the frame to the directory ``path`` (a path or fsspec URL), a file a partition.
+
+        Each partition is encoded as ``df.lit.to_parquet`` encodes a frame, in
+        ``part.00000.parquet``, ...; :func:`litfetch_df.dask.read_parquet` (or,
+        for a local directory, ``litfetch_df.read_parquet``) reads it back.
+        Returns the written locations (with ``compute=False``, a delayed that
+        writes them). ``kwargs`` go to :func:`pyarrow.parquet.write_table`.
+        """
+        return pq.to_parquet(self._frame, path, compute=compute, **kwargs)
 
     def summary(self) -> dd.DataFrame:
         """Lazy ``df.lit.summary``: the counts over the whole table, as one partition."""

@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from .limiter import BackgroundLoop, ClusterLimiter, Link, LoopLink
+from .limiter import DEFAULT_LEASE, BackgroundLoop, ClusterLimiter, Link, LoopLink
 
 __all__ = [
     "LOCAL",
@@ -47,27 +47,44 @@ LOCAL = Coordinator()
 """The process-wide coordinator: one budget for every thread of one process."""
 
 
-def cluster_limiter(client: Any = None) -> Any:
+def cluster_limiter(client: Any = None, *, lease: float = DEFAULT_LEASE) -> Any:
     """Return the actor handle of ``client``'s coordinator, creating it on first use.
 
     ``client`` defaults to the current ``distributed`` client. Its
-    ``states()`` and ``granted()`` show each host's cluster-wide pacing
-    (``cluster_limiter().states().result()``). Raises :class:`ValueError`
-    when there is no client.
+    ``states()``, ``granted()`` and ``held()`` show each host's cluster-wide
+    pacing (``cluster_limiter().states().result()``). ``lease`` is how long a
+    granted place may go without news before it is taken back (used when the
+    coordinator is made). A coordinator whose worker died is replaced by a
+    fresh one (its pacing starts again from the published rates). Raises
+    :class:`ValueError` when there is no client.
     """
     if client is None:
         from distributed import get_client
 
         client = get_client()
     with _ACTORS_LOCK:
-        actor = _ACTORS.get(client)
-        if actor is None:
+        known = _ACTORS.get(client)
+        if known is None or not _alive(client, known[0]):
             future = client.submit(
-                ClusterLimiter, actor=True, key=f"litfetch-cluster-limiter-{uuid.uuid4().hex}"
+                ClusterLimiter,
+                lease=lease,
+                actor=True,
+                key=f"litfetch-cluster-limiter-{uuid.uuid4().hex}",
             )
-            actor = future.result()
-            _ACTORS[client] = actor
-    return actor
+            known = (future, future.result())
+            _ACTORS[client] = known
+    return known[1]
+
+
+def _alive(client: Any, future: Any) -> bool:
+    """Whether the worker holding the coordinator of ``future`` is still in the cluster."""
+    if future.status != "finished":
+        return False
+    try:
+        where: dict[str, Any] = client.who_has([future])
+    except Exception:  # the scheduler cannot tell: assume the worst, make another
+        return False
+    return bool(where.get(future.key))
 
 
 def current_coordinator() -> Coordinator:

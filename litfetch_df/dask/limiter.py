@@ -34,6 +34,7 @@ from .._limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Ti
 
 __all__ = [
     "COORDINATED_HOSTS",
+    "DEFAULT_LEASE",
     "ClusterHostLimiter",
     "ClusterLimiter",
     "Link",
@@ -63,13 +64,29 @@ Absent on purpose: the PMC bucket (Amazon S3 takes thousands of requests a
 second) and the hosts files are downloaded from.
 """
 
-_RemoteTicket = tuple[float, int, int, bool, bool]
-"""A coordinator's grant as it travels: rate, in flight, epoch, pressed, crowded."""
+_RemoteTicket = tuple[float, int, int, bool, bool, int]
+"""A coordinator's grant as it travels: the ticket's rate, in-flight count, epoch, whether
+it was pressed and crowded (see :class:`Ticket`), and its lease id."""
 
 
 def _ticket(remote: _RemoteTicket) -> Ticket:
-    rate, in_flight, epoch, pressed, crowded = remote
+    rate, in_flight, epoch, pressed, crowded, _ = remote
     return Ticket(rate, in_flight, epoch, pressed=pressed, crowded=crowded)
+
+
+DEFAULT_LEASE: Final = 600.0
+"""Seconds (coordinator clock) a granted place is held without news before it is taken back.
+
+Five times the default deadline of one attempt (4 x the 30 s timeout, ADR 0010):
+a live worker reports every request long before; a dead one never does.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Lease:
+    host: str
+    ticket: Ticket
+    expires: float
 
 
 class ClusterLimiter:
@@ -78,12 +95,27 @@ class ClusterLimiter:
     Its methods are coroutines so that, as a Dask actor, they all run on the
     event loop of the worker that holds it (one thread touches the limiters).
     ``clock`` is the clock its pacing reads (tests pass a virtual one).
+
+    Every grant is a lease of ``lease`` seconds on that clock: a place whose
+    request is neither finished nor released by then (its worker was killed,
+    or lost the connection) is given back, so a dead worker cannot hold a
+    host's in-flight places for ever. A report that arrives after its lease
+    ran out still teaches the limiter, but frees nothing twice.
     """
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, lease: float = DEFAULT_LEASE) -> None:
+        if not lease > 0:
+            raise ValueError(f"lease must be positive, got {lease!r}")
         self._clock = clock if clock is not None else SystemClock()
+        self._lease = lease
         self._hosts: dict[str, HostLimiter] = {}
         self._granted: dict[str, list[float]] = {}
+        # Granted places not yet given back, in grant order (so, with one lease length,
+        # in expiry order); the reaper takes back those whose lease ran out.
+        self._leases: dict[int, _Lease] = {}
+        self._next_lease = 0
+        self._reaper: asyncio.Task[None] | None = None
+        self._reclaimed = 0
 
     def _limiter(self, host: str, plan: _Plan, policy: RetryPolicy) -> HostLimiter:
         limiter = self._hosts.get(host)
@@ -100,14 +132,48 @@ class ClusterLimiter:
             ticket = await limiter.acquire()
         except HostParked as parked:
             return str(parked)
-        self._granted.setdefault(host, []).append(self._clock.now())
-        return (ticket.rate, ticket.in_flight, ticket.epoch, ticket.pressed, ticket.crowded)
+        now = self._clock.now()
+        self._granted.setdefault(host, []).append(now)
+        lease = self._next_lease
+        self._next_lease += 1
+        self._leases[lease] = _Lease(host, ticket, now + self._lease)
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+        return (ticket.rate, ticket.in_flight, ticket.epoch, ticket.pressed, ticket.crowded, lease)
+
+    def _settle(self, host: str, grant: _RemoteTicket) -> Ticket:
+        """Give back the place of ``grant`` unless its lease already ran out; return its ticket."""
+        ticket = _ticket(grant)
+        held = self._leases.pop(grant[5], None)
+        if held is not None:
+            self._hosts[held.host].release(held.ticket)
+        if not self._leases and self._reaper is not None:
+            self._reaper.cancel()  # nothing left to watch; the next grant starts another
+            self._reaper = None
+        return ticket
+
+    async def _reap(self) -> None:
+        """Take back the places whose lease ran out, as their expiry comes on the clock."""
+        while self._leases:
+            first = next(iter(self._leases))
+            wait = self._leases[first].expires - self._clock.now()
+            if wait > 0:
+                await self._clock.sleep(wait)
+                continue
+            lost = self._leases.pop(first)
+            self._hosts[lost.host].release(lost.ticket)
+            self._reclaimed += 1
+            log.warning(
+                "a request to %s held its place past its lease (%.0f s): given back",
+                lost.host,
+                self._lease,
+            )
+        self._reaper = None
 
     async def release(self, host: str, ticket: _RemoteTicket) -> None:
         """Give back the place of a request that got no answer to learn from."""
-        limiter = self._hosts.get(host)
-        if limiter is not None:
-            limiter.release(_ticket(ticket))
+        if host in self._hosts:
+            self._settle(host, ticket)
 
     async def finish(
         self,
@@ -125,8 +191,7 @@ class ClusterLimiter:
         limiter = self._hosts.get(host)
         if limiter is None:
             return None
-        granted = _ticket(ticket)
-        limiter.release(granted)
+        granted = self._settle(host, ticket)
         return limiter.observe(granted, status, headers, throttled=throttled, retry=retry)
 
     async def states(self) -> dict[str, LimiterState]:
@@ -136,6 +201,23 @@ class ClusterLimiter:
     async def granted(self) -> dict[str, list[float]]:
         """Return, per host, the coordinator-clock times of every slot it granted."""
         return {host: list(times) for host, times in self._granted.items()}
+
+    async def held(self) -> dict[str, int]:
+        """Return, per host, how many granted places are out (leased, not yet given back)."""
+        counts: dict[str, int] = {}
+        for lease in self._leases.values():
+            counts[lease.host] = counts.get(lease.host, 0) + 1
+        return counts
+
+    async def reclaimed(self) -> int:
+        """Return how many granted places were taken back because their lease ran out."""
+        return self._reclaimed
+
+    async def close(self) -> None:
+        """Stop watching leases (the places still out stay out)."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
 
 
 class Link(Protocol):
@@ -205,7 +287,7 @@ def _log_failure(future: Any) -> None:
 class _ClusterTicket(Ticket):
     """A local grant together with the coordinator's grant for the same request."""
 
-    remote: _RemoteTicket = (0.0, 0, 0, False, False)
+    remote: _RemoteTicket = (0.0, 0, 0, False, False, -1)
 
 
 class ClusterHostLimiter(HostLimiter):

@@ -34,7 +34,7 @@ from ..files import FileKind
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from .context import CallContext, CallOptions, call_context
 from .engine import UnitStep, run_steps
-from .outdir import OutDir
+from .outputs import open_out
 from .steps.bodies import BodiesStep
 from .steps.files import FilesStep
 from .steps.licences import LicencesStep
@@ -82,7 +82,7 @@ def _unit_steps(
     built: list[UnitStep] = []
     for name in names:
         if name == "bodies":
-            out = OutDir(out_dir) if out_dir is not None else None
+            out = open_out(out_dir) if out_dir is not None else None
             built.append(BodiesStep(fetchers, credentials, out))
         elif name == "files":
             built.append(FilesStep(sources, kind, credentials))

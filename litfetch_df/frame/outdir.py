@@ -17,19 +17,24 @@ import mimetypes
 import os
 import re
 import unicodedata
-from collections.abc import Iterable
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from .._atomic import PART_SUFFIX, open_part, write_atomic
+from .._atomic import PART_SUFFIX, abandoned, open_part, write_atomic
 from ..files import ELSEVIER_XML, JATS_XML, PDF, File
 from ..ids import ArticleIds, doi_key
 
 __all__ = [
     "PART_SUFFIX",
+    "LocalStaged",
+    "Names",
     "OutDir",
     "extension_for",
     "id_stem",
+    "local_root",
     "open_part",
     "remove_leftovers",
     "safe_filename",
@@ -161,9 +166,10 @@ def remove_leftovers(root: Path) -> int:
     """Remove the hidden ``.part`` files a killed run left in ``root`` and its subdirectories.
 
     Only this module's own temporary names (a leading dot, the ``.part`` suffix)
-    are touched, one level deep (where the writers put them). Returns how many
-    were removed. Two runs writing into one directory at the same time are not
-    supported: the second would remove the first one's files in progress.
+    are touched, one level deep (where the writers put them), and only those no
+    live writer holds (:func:`litfetch_df._atomic.abandoned`): several runs, or
+    the partitions of one Dask run, may write into one directory at once.
+    Returns how many were removed.
     """
     removed = 0
     try:
@@ -179,7 +185,7 @@ def remove_leftovers(root: Path) -> int:
         for entry in entries:
             name = entry.name
             ours = name.startswith(".") and name.endswith(PART_SUFFIX)
-            if ours and entry.is_file(follow_symlinks=False):
+            if ours and entry.is_file(follow_symlinks=False) and abandoned(entry.path):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
                     removed += 1
@@ -192,40 +198,42 @@ def _identity(ids: ArticleIds) -> str:
     return repr((ids.pmid, ids.pmcid, doi, ids.bookid))
 
 
-class OutDir:
-    """One run's output directory: hands out safe, collision-free paths.
+class Names:
+    """Deterministic, collision-free names for one run's output, under some root.
 
     Names are deterministic (the same article and file get the same name on
     a re-run, so a re-run overwrites rather than piling up copies). When two
     different things would get the same name within one run, the later one
-    gets a short hash of its identity appended.
+    gets a short hash of its identity appended. Where a name lives is the
+    subclass's: :meth:`_locate` turns safe relative parts into a location.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root).expanduser()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._claimed: dict[Path, str] = {}
+    def __init__(self) -> None:
+        self._claimed: dict[str, str] = {}
         # Body stems by article identity, and the identity owning each stem.
         self._stems: dict[str, str] = {}
         self._stem_owner: dict[str, str] = {}
-        # A run killed mid-write leaves its temporary files; the next run sweeps them.
-        remove_leftovers(self.root)
 
-    def __repr__(self) -> str:
-        return f"OutDir({str(self.root)!r})"
+    def _locate(self, parts: list[str]) -> str:
+        """Return the location of the safe relative ``parts`` (raise if it leaves the root)."""
+        raise NotImplementedError
 
-    def _claim(self, parts: list[str], identity: str) -> Path:
-        path = safe_join(self.root, *parts)
-        owner = self._claimed.get(path)
+    def locate(self, name: str) -> str:
+        """Return the location of the file ``name`` directly under the root (made safe first)."""
+        return self._locate([safe_filename(name)])
+
+    def _claim(self, parts: list[str], identity: str) -> str:
+        location = self._locate(parts)
+        owner = self._claimed.get(location)
         if owner is not None and owner != identity:
             name = parts[-1]
             stem, dot, ext = name.rpartition(".")
             if not dot:
                 stem, ext = name, ""
             parts = [*parts[:-1], f"{stem}-{_short_hash(identity)}" + (f".{ext}" if ext else "")]
-            path = safe_join(self.root, *parts)
-        self._claimed[path] = identity
-        return path
+            location = self._locate(parts)
+        self._claimed[location] = identity
+        return location
 
     def reserve_bodies(self, bundles: Iterable[ArticleIds]) -> None:
         """Decide the body name of every bundle, in the order given (a frame's row order).
@@ -249,14 +257,14 @@ class OutDir:
             self._stems[identity] = stem
         return stem
 
-    def body_path(self, ids: ArticleIds, media_type: str | None) -> Path:
-        """Return the path for an article body: ``<id stem><extension>``."""
+    def body_location(self, ids: ArticleIds, media_type: str | None) -> str:
+        """Return where an article body goes: ``<id stem><extension>`` under the root."""
         stem = self._body_stem(ids)
         name = safe_filename(stem + extension_for(media_type), fallback=stem)
         return self._claim([name], _identity(ids))
 
-    def file_path(self, ids: ArticleIds, file: File) -> Path:
-        """Return the path for a file-set member: ``<id stem>/<safe upstream filename>``."""
+    def file_location(self, ids: ArticleIds, file: File) -> str:
+        """Return where a file-set member goes: ``<id stem>/<safe upstream filename>``."""
         stem = safe_filename(id_stem(ids))
         fallback = file.uri.rstrip("/").split("/")[-1].split("?")[0] if file.uri else ""
         name = file.filename or fallback
@@ -266,6 +274,51 @@ class OutDir:
             name = name + extension_for(file.media_type)
         identity = repr((file.source, file.uri, file.filename, file.media_type))
         return self._claim([stem, safe_filename(name, fallback=file.source)], identity)
+
+
+class LocalStaged:
+    """Where one download to a local output directory goes: its final path (written atomically).
+
+    :attr:`path` is checked to lie inside the directory; :meth:`commit`
+    returns it as text (the download itself already renamed it into place).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def commit(self) -> str:
+        """Return the final path, as the row's ``path`` cell holds it."""
+        return str(self.path)
+
+
+class OutDir(Names):
+    """One run's output directory on the local disk: hands out safe, collision-free paths.
+
+    ``root`` may be a path or a ``file://`` URL. Writes are atomic (a hidden
+    ``.part`` file renamed into place); the leftovers of a killed run are swept
+    when the directory is opened.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__()
+        self.root = local_root(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        # A run killed mid-write leaves its temporary files; the next run sweeps them.
+        remove_leftovers(self.root)
+
+    def __repr__(self) -> str:
+        return f"OutDir({str(self.root)!r})"
+
+    def _locate(self, parts: list[str]) -> str:
+        return str(safe_join(self.root, *parts))
+
+    def body_path(self, ids: ArticleIds, media_type: str | None) -> Path:
+        """Return the path for an article body: ``<id stem><extension>``."""
+        return Path(self.body_location(ids, media_type))
+
+    def file_path(self, ids: ArticleIds, file: File) -> Path:
+        """Return the path for a file-set member: ``<id stem>/<safe upstream filename>``."""
+        return Path(self.file_location(ids, file))
 
     def checked(self, path: Path) -> Path:
         """Return ``path`` (which must come from this object) checked again to lie inside.
@@ -280,3 +333,28 @@ class OutDir:
         checked = self.checked(path)
         write_atomic(checked, data)
         return checked
+
+    def write_to(self, location: str, data: bytes) -> str:
+        """Write ``data`` atomically at ``location`` (from this object); return where, as text."""
+        return str(self.write(Path(location), data))
+
+    def remove(self, location: str) -> None:
+        """Remove the file at ``location`` if it lies in this directory (quietly if absent)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.checked(Path(location)).unlink()
+
+    @contextlib.contextmanager
+    def staged(self, location: str) -> Iterator[LocalStaged]:
+        """Yield the checked final path to download into (the download renames it in place)."""
+        yield LocalStaged(self.checked(Path(location)))
+
+
+def local_root(root: str | os.PathLike[str]) -> Path:
+    """Return the local directory ``root`` names: a path, or a ``file://`` URL's path."""
+    text = os.fspath(root)
+    if isinstance(text, str) and text[:7].lower() == "file://":
+        parsed = urllib.parse.urlsplit(text)
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"a file:// URL names a file on another host: {text!r}")
+        return Path(urllib.request.url2pathname(parsed.path)).expanduser()
+    return Path(text).expanduser()

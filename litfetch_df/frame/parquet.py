@@ -29,7 +29,8 @@ import os
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from pathlib import Path
+from typing import Any, BinaryIO, Final
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,14 @@ from ..serde import file_to_dict
 from .cells import FileSet, Relations, column_kinds
 from .provenance import restore_attrs, saved_attrs
 
-__all__ = ["METADATA_KEY", "arrow_to_pandas_quietly", "read_parquet", "to_parquet"]
+__all__ = [
+    "DATASET_GLOB",
+    "METADATA_KEY",
+    "arrow_to_pandas_quietly",
+    "dataset_parts",
+    "read_parquet",
+    "to_parquet",
+]
 
 METADATA_KEY: Final = b"litfetch_df"
 """The Parquet key-value metadata entry naming the columns of litfetch_df values."""
@@ -150,8 +158,9 @@ _TO_RECORD: Final[Mapping[str, Callable[[Any], object]]] = {
 }
 
 
-def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str], **kwargs: Any) -> None:
-    """Write ``frame`` to ``path`` as Parquet, litfetch_df value columns included.
+def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str] | BinaryIO, **kwargs: Any) -> None:
+    """Write ``frame`` to ``path`` (a file name or a binary file object) as Parquet,
+    litfetch_df value columns included.
 
     ``kwargs`` go to :func:`pyarrow.parquet.write_table` (``compression=`` …).
     The frame is not changed. Raises :class:`ImportError` without pyarrow.
@@ -176,7 +185,7 @@ def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str], **kwargs: Any)
     metadata = dict(table.schema.metadata or {})
     metadata[METADATA_KEY] = json.dumps(extra).encode()
     table = table.replace_schema_metadata(metadata)
-    pa.parquet.write_table(table, os.fspath(path), **kwargs)
+    pa.parquet.write_table(table, _where(path), **kwargs)
 
 
 def _cells(values: Sequence[object], make: Callable[[Any], object]) -> np.ndarray[Any, Any]:
@@ -193,16 +202,35 @@ _FROM_RECORD: Final[Mapping[str, Callable[[Any], object]]] = {
 }
 
 
-def read_parquet(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
+def _where(path: str | os.PathLike[str] | BinaryIO) -> Any:
+    return path if hasattr(path, "read") or hasattr(path, "write") else os.fspath(path)
+
+
+DATASET_GLOB: Final = "part.*.parquet"
+"""The files of a partitioned dataset (``ddf.lit.to_parquet``), read in name order."""
+
+
+def dataset_parts(folder: Path) -> list[Path]:
+    """Return the part files of the partitioned dataset in ``folder``, in order."""
+    return sorted(folder.glob(DATASET_GLOB))
+
+
+def read_parquet(path: str | os.PathLike[str] | BinaryIO, **kwargs: Any) -> pd.DataFrame:
     """Read a frame written by :func:`to_parquet` (or any Parquet file) back.
+
+    ``path`` may be a file name, a binary file object, or the directory of a
+    partitioned dataset written by ``ddf.lit.to_parquet`` (its
+    ``part.*.parquet`` files, read in order and concatenated).
 
     Bodies come back as :class:`~litfetch_df.Blob`, file-sets and relations
     as the tuples the steps make, the index and the nullable dtypes as they
     were, and ``attrs`` with the session settings the frame was made with.
     ``kwargs`` go to :func:`pyarrow.parquet.read_table` (``columns=`` …).
     """
+    if isinstance(path, str | os.PathLike) and Path(path).is_dir():
+        return _read_dataset(Path(path), **kwargs)
     pa = _pyarrow()
-    table = pa.parquet.read_table(os.fspath(path), **kwargs)
+    table = pa.parquet.read_table(_where(path), **kwargs)
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     extra: dict[str, Any] = json.loads(raw) if raw else {}
     kinds: dict[str, str] = {
@@ -219,5 +247,33 @@ def read_parquet(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
                 _cells(values, _FROM_RECORD[kinds[column]]), index=frame.index, dtype=object
             )
         frame = frame.assign(**{str(k): v for k, v in converted.items()})
+    _restore_index_dtype(frame, table.schema.metadata or {})
     frame.attrs = restore_attrs(extra.get("attrs"))
     return frame
+
+
+def _restore_index_dtype(frame: pd.DataFrame, metadata: Mapping[bytes, bytes]) -> None:
+    """Give a one-level index its nullable ``string`` dtype back (pyarrow does it for columns)."""
+    raw = metadata.get(b"pandas")
+    if not raw or isinstance(frame.index, pd.MultiIndex):
+        return
+    described = json.loads(raw)
+    names = described.get("index_columns") or []
+    if len(names) != 1 or not isinstance(names[0], str):
+        return  # a RangeIndex is described, not stored
+    column: dict[str, Any] = next(
+        (c for c in described.get("columns", []) if c.get("field_name") == names[0]), {}
+    )
+    if column.get("numpy_type") == "string" and str(frame.index.dtype) != "string":
+        frame.index = frame.index.astype("string")
+
+
+def _read_dataset(folder: Path, **kwargs: Any) -> pd.DataFrame:
+    parts = dataset_parts(folder)
+    if not parts:
+        raise FileNotFoundError(f"no {DATASET_GLOB} files in {folder}")
+    frames = [read_parquet(p, **kwargs) for p in parts]
+    # An empty part has no litfetch_df values to type its columns: it takes the others' dtypes.
+    whole = pd.concat(frames) if len(frames) > 1 else frames[0]
+    whole.attrs = frames[0].attrs
+    return whole

@@ -25,7 +25,7 @@ from .context import CallContext, CallOptions, call_context
 from .engine import UnitStep, run_steps, run_units
 from .long import FILE_COLUMNS, files_long, is_listed, relations_long
 from .outcome import Outcome, is_abandoned
-from .outdir import OutDir
+from .outputs import open_out
 from .plan import is_resolved
 from .steps.bodies import BodiesStep
 from .steps.downloads import download_files
@@ -106,7 +106,7 @@ async def fetch_bodies(
         step = BodiesStep(
             fetchers,
             dict(ctx.options.credentials),
-            OutDir(out_dir) if out_dir is not None else None,
+            open_out(out_dir) if out_dir is not None else None,
         )
         out = await _one_step(frame, ctx, step, resolve=resolve, resolver=resolver, force=force)
         return ctx.stamp(out)

@@ -9,10 +9,8 @@ served, and a body one of them serves replaces the kept one (its file too).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from ..._http import Http
@@ -22,8 +20,9 @@ from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
 from ..outcome import GivenUp, Partial, is_partial
-from ..outdir import OutDir
+from ..outputs import Out
 from ..plan import Plan
+from ..urlout import size_of
 
 __all__ = ["BODY_COLUMNS", "BodiesStep", "Written"]
 
@@ -76,7 +75,7 @@ class BodiesStep(UnitStep):
 
     fetchers: Sequence[Fetcher] | None
     credentials: Mapping[str, object]
-    out: OutDir | None = None
+    out: Out | None = None
 
     def __post_init__(self) -> None:
         if self.fetchers is None:
@@ -136,16 +135,16 @@ class BodiesStep(UnitStep):
             return Partial(kept, lost)
         if self.out is None:
             return Partial(blob, lost)
-        path = self.out.body_path(job.ids, blob.file.media_type)
-        # Disk writes leave the event loop free for the other units' requests.
-        written = await asyncio.to_thread(self.out.write, path, blob.content)
-        if isinstance(kept, Written) and Path(kept.path) != written:
+        location = self.out.body_location(job.ids, blob.file.media_type)
+        # Writes leave the event loop free for the other units' requests.
+        written = await asyncio.to_thread(self.out.write_to, location, blob.content)
+        if isinstance(kept, Written) and kept.path != written:
             # The lower rung's body had another name (another type): it is replaced, not kept.
-            await asyncio.to_thread(_remove, Path(kept.path), self.out.root)
-        job.scratch[WRITTEN_PATH] = str(written)
+            await asyncio.to_thread(self.out.remove, kept.path)
+        job.scratch[WRITTEN_PATH] = written
         job.scratch[WRITTEN_BLOB] = blob
         return Partial(
-            Written(str(written), blob.file.source, blob.file.media_type, len(blob.content)), lost
+            Written(written, blob.file.source, blob.file.media_type, len(blob.content)), lost
         )
 
     def cells(self, value: Any) -> Mapping[str, object]:
@@ -184,13 +183,6 @@ def _kept(before: Mapping[str, object]) -> Blob | Written | None:
             path,
             source,
             media if isinstance(media, str) else None,
-            int(size) if isinstance(size, int) else Path(path).stat().st_size,
+            int(size) if isinstance(size, int) else size_of(path),
         )
     return None
-
-
-def _remove(path: Path, root: Path) -> None:
-    """Remove ``path`` if it is a file under ``root`` (a body this step wrote before)."""
-    with contextlib.suppress(OSError, ValueError):
-        path.relative_to(root)
-        path.unlink()

@@ -9,6 +9,7 @@ call did.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from ..engine import run_keyed
 from ..fill import fill
 from ..long import file_of_row, ids_columns
 from ..outcome import INTERRUPTED, Outcome, is_abandoned, short
-from ..outdir import OutDir
+from ..outputs import open_out
 from ..plan import Plan
 from ..table import previous
 
@@ -45,7 +46,7 @@ async def download_files(
 ) -> pd.DataFrame:
     """Download the files of long file-set ``frame`` into ``out_dir``; add ``path``, ``size``,
     ``fetch_error``. On a frame holding ``fetch_error``, only abandoned rows are fetched again."""
-    out = OutDir(out_dir)
+    out = open_out(out_dir)
     credentials = dict(ctx.options.credentials)
     rerun = "fetch_error" in frame.columns and not force
     before = previous(frame, "fetch_error") if rerun else []
@@ -76,7 +77,7 @@ async def download_files(
             file = same_url.setdefault((bundle_key(article), file.uri), file)
         owner.setdefault(file, article)
         with contextlib.suppress(ValueError):  # an unwritable name fails in work()
-            out.file_path(owner[file], file)
+            out.file_location(owner[file], file)
         if not wanted:
             continue
         todo.append(i)
@@ -85,9 +86,15 @@ async def download_files(
 
     async def work(http: Session, file: File) -> tuple[str, int] | None:
         # Streamed to a .part file beside its final name, never held whole (ADR 0015).
-        path = out.checked(out.file_path(owner[file], file))
-        saved = await http.fetch_file_to(file, path, sources=sources, credentials=credentials)
-        return None if saved is None else (str(saved.path), saved.size)
+        # To a URL: streamed to a local temporary file, then sent whole.
+        with out.staged(out.file_location(owner[file], file)) as stage:
+            saved = await http.fetch_file_to(
+                file, stage.path, sources=sources, credentials=credentials
+            )
+            if saved is None:
+                return None
+            where = await asyncio.to_thread(stage.commit)
+        return where, saved.size
 
     plan = Plan(
         bundles=tuple(ArticleIds() for _ in range(n)),

@@ -15,7 +15,6 @@ import dataclasses
 import os
 import warnings
 from collections.abc import Hashable, Mapping
-from pathlib import Path
 from typing import Any, ClassVar, Final, cast
 
 from ..._http import Http, get_logger
@@ -31,6 +30,7 @@ from ..oa_status import service_oa_status
 from ..outcome import GivenUp, Partial, given_up_in, is_abandoned, is_partial
 from ..plan import Plan
 from ..table import text
+from ..urlout import read_location
 from .bodies import BODY_COLUMNS, WRITTEN_BLOB, WRITTEN_PATH
 
 __all__ = ["LicenceInput", "LicencesStep", "licence_work"]
@@ -100,7 +100,7 @@ async def licence_work(
         if isinstance(body, Blob):
             blob = body
         else:
-            content = await asyncio.to_thread(Path(body).read_bytes)
+            content = await asyncio.to_thread(read_location, body)
             file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
             blob = Blob(file, content)
         meta = await asyncio.to_thread(_extract, blob)
