@@ -118,6 +118,9 @@ FLOOR_RATE = 0.5
 # answered cleanly at it or faster; a later throttle never cuts the ceiling below half
 # of it, nor the pace below a quarter (see _floor).
 PROVEN_ANSWERS = 15
+# A host's in-flight cap grows only after this many requests per throttle it has drawn
+# (and one), so that finding a concurrency limit costs at most 1% of its requests.
+CAP_EVIDENCE = 100
 # ... and for a host that starts below its ceiling, the learned ceiling keeps this share of
 # that start: throttles at a pace judged safe for any host are failures, not a limit.
 START_SHARE = 0.75
@@ -531,7 +534,11 @@ class HostLimiter:
                     self._learned_cap = _min_cap(self.plan.max_in_flight, self._learned_cap + 1)
                 self._at_ceiling = 0
         cap_ceiling = _min_cap(self._learned_cap, self.plan.max_in_flight)
-        if ticket.crowded and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
+        # A place more is the one growth a host may punish at once (a host taking one
+        # request at a time answers the second with a 429): it is tried only once a throttle
+        # would cost at most one in CAP_EVIDENCE of the requests this host has answered.
+        earned = self.requests >= CAP_EVIDENCE * (self.throttled + 1)
+        if ticket.crowded and earned and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
             self._clean += 1
             if self._clean >= 2 * self.cap:
                 self.cap += 1

@@ -215,13 +215,17 @@ async def test_the_in_flight_cap_grows_only_when_requests_queue_for_it(
     async with quick.session() as s:
         await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(60)])
         assert s.limits[SPRINGER].in_flight_cap == _limiter.UNKNOWN_START_IN_FLIGHT
-    # Slow answers: requests queue for the one place, so the cap grows.
-    slow = Upstream(clock, latency=2.0)
+    # Slow answers: requests queue for the one place, so the cap grows, but only once the
+    # host has answered enough requests that a throttle for a second place would cost at
+    # most 1% of them (a host that takes one request at a time punishes the second).
+    slow = Upstream(clock, latency=0.5)
     async with slow.session() as s:
-        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(60)])
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(300)])
         assert s.limits[SPRINGER].in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT
     times = slow.times(SPRINGER)
-    assert times[1] - times[0] >= 2.0 - EPS  # one at a time at first
+    first = times[: _limiter.CAP_EVIDENCE]
+    assert min(gaps(first)) >= 0.5 - EPS  # one at a time, each after the last answer
+    assert min(gaps(times)) < 0.5 - EPS  # later, two overlap
 
 
 async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> None:
@@ -248,6 +252,39 @@ async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> Non
     assert state.ceiling >= _limiter.START_SHARE * _limiter.UNKNOWN_START_RATE, state
     at_the_floor = n / _limiter.FLOOR_RATE
     assert wall <= 0.6 * at_the_floor, wall
+
+
+@dataclass
+class OneAtATime(Upstream):
+    """A host that takes one request at a time and answers a second one in flight with 429."""
+
+    busy: int = 0
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        if self.busy:
+            self.sent.append((request.url.host, self.clock.now(), 429))
+            return httpx.Response(429, headers={"Retry-After": "1"})
+        self.busy += 1
+        try:
+            return await super().__call__(request)
+        finally:
+            self.busy -= 1
+
+
+async def test_a_host_taking_one_request_at_a_time_costs_at_most_one_throttle_in_a_hundred() -> (
+    None
+):
+    # Slow answers make requests queue for the one place, the signal to try a second; the
+    # try is held back until a throttle would cost at most 1% of what the host answered.
+    clock = VirtualClock()
+    upstream = OneAtATime(clock, latency=0.25)
+    n = 90  # fewer than a hundred: not one throttle is affordable
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) == 0
+    assert state.in_flight_cap == 1
 
 
 async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_again() -> None:
