@@ -118,6 +118,9 @@ FLOOR_RATE = 0.5
 # answered cleanly at it or faster; a later throttle never cuts the ceiling below half
 # of it, nor the pace below a quarter (see _floor).
 PROVEN_ANSWERS = 15
+# An exhausted window that resets within this many seconds frees one place per 1/limit s
+# (when the host announces its limit) rather than only at the reset (see _read_announced).
+SHORT_WINDOW = 1.0
 # A host's in-flight cap grows only after this many requests per throttle it has drawn
 # (and one), so that finding a concurrency limit costs at most 1% of its requests.
 CAP_EVIDENCE = 100
@@ -562,6 +565,13 @@ class HostLimiter:
             wait = reset - self._clock.wall() if reset > 1e8 else reset
             if wait <= 0:
                 continue
+            limit = _number(headers.get(prefix + "limit"))
+            if remaining <= 0 and wait <= SHORT_WINDOW and limit and limit > 0:
+                # A window of a second or less, counted in whole seconds: a token bucket
+                # with no burst to spare says "0 left, reset in 1" after every request, and
+                # one place frees after 1/limit s, not after the rounded-up second. Waiting
+                # the whole second would pace such a host at 1/s whatever its limit.
+                wait = min(wait, 1.0 / limit)
             now = self._clock.now()
             self._window_end = now + wait
             # Requests already on the wire count against what is left.

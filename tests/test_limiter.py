@@ -412,6 +412,32 @@ async def test_an_exhausted_window_holds_the_host_until_it_resets() -> None:
     assert times[3] - times[2] >= 10.0 - EPS
 
 
+async def test_a_token_bucket_announcing_whole_seconds_is_not_paced_at_one_a_second() -> None:
+    # A host with a 10/s token bucket and no burst announces after every request that
+    # nothing is left and the bucket refills within a second (whole seconds, rounded up),
+    # as the benchmark's hosts do: one place is back after a tenth of a second.
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    clock = VirtualClock()
+    gate = HostGate(GateLimit(per_second=10.0, burst=1, announce=True, retry_after=True))
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        verdict = gate.admit(clock.now())
+        gate.release()
+        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
+
+    upstream = Upstream(clock, latency=0.02, answer=answer)
+    n = 200
+    async with upstream.session() as s:
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) == 0
+    assert wall <= 2.0 * n / 10.0, wall  # not the 200 s of one request a second
+
+
 async def test_an_exhausted_window_past_the_budget_parks_the_host() -> None:
     clock = VirtualClock()
 
