@@ -122,7 +122,8 @@ PROVEN_ANSWERS = 15
 # (when the host announces its limit) rather than only at the reset (see _read_announced).
 SHORT_WINDOW = 1.0
 # A host's in-flight cap grows only after this many requests per throttle it has drawn
-# (and one), so that finding a concurrency limit costs at most 1% of its requests.
+# with more than one request out (and one), so that finding a concurrency limit costs at
+# most 1% of its requests.
 CAP_EVIDENCE = 100
 # ... and for a host that starts below its ceiling, the learned ceiling keeps this share of
 # that start: throttles at a pace judged safe for any host are failures, not a limit.
@@ -252,6 +253,9 @@ class HostLimiter:
         self._clean = 0
         self._at_ceiling = 0
         self._proven = 0.0
+        # Throttles drawn with more than one request out: the only ones a concurrency
+        # limit can explain, and what a place more must be earned against.
+        self._crowd_throttles = 0
         self._streak_rates: collections.deque[float] = collections.deque(maxlen=PROVEN_ANSWERS)
         self._holding = 0  # requests holding an in-flight place (sent or about to be)
         self._sending = 0  # requests on the wire
@@ -418,6 +422,8 @@ class HostLimiter:
         parked = self._read_announced(headers)
         if throttled:
             self.throttled += 1
+            if ticket.in_flight > 1:
+                self._crowd_throttles += 1
             asked = None
             if status in (429, 503):
                 asked = parse_retry_after(headers.get("retry-after"), now=self._clock.wall())
@@ -539,8 +545,9 @@ class HostLimiter:
         cap_ceiling = _min_cap(self._learned_cap, self.plan.max_in_flight)
         # A place more is the one growth a host may punish at once (a host taking one
         # request at a time answers the second with a 429): it is tried only once a throttle
-        # would cost at most one in CAP_EVIDENCE of the requests this host has answered.
-        earned = self.requests >= CAP_EVIDENCE * (self.throttled + 1)
+        # would cost at most one in CAP_EVIDENCE of the requests this host has answered,
+        # counting the throttles that came with more than one request out.
+        earned = self.requests >= CAP_EVIDENCE * (self._crowd_throttles + 1)
         if ticket.crowded and earned and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
             self._clean += 1
             if self._clean >= 2 * self.cap:

@@ -287,6 +287,24 @@ async def test_a_host_taking_one_request_at_a_time_costs_at_most_one_throttle_in
     assert state.in_flight_cap == 1
 
 
+async def test_a_rate_throttle_with_one_request_out_does_not_delay_a_second_place() -> None:
+    # One request out cannot break a concurrency limit, so a throttle drawn then (the pace
+    # met the host's rate) is not held against a second place: once answers slow down and
+    # requests queue for the one place, the cap grows after the first hundred requests, as
+    # on a host that never throttled.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05, limits={SPRINGER: Bucket(4.0, 1)})
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(40)])
+        assert s.limits[SPRINGER].throttled >= 1  # slow start met the rate, one request out
+        assert s.limits[SPRINGER].in_flight_cap == 1
+        upstream.latency = 1.0  # now one place carries only one request a second
+        await run_all(clock, [s.get(url(SPRINGER, 100 + k)) for k in range(120)])
+        state = s.limits[SPRINGER]
+    assert state.requests < 2 * _limiter.CAP_EVIDENCE
+    assert state.in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT, state
+
+
 async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_again() -> None:
     clock = VirtualClock()
     refuse = {"on": False}
