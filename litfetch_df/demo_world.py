@@ -14,12 +14,17 @@ whatever its shape, from those per-article records:
   DOI filters, Semantic Scholar's paper batch) gets an answer assembled from
   the records of the ids it names, in any number, order or repetition, so a
   slice of the demo table gets the same per-row answers as the whole of it;
+* a JATS file is served by the service it was recorded from: the bucket's XML
+  rendition for one taken from PMC's Open Access packages, Europe PMC's
+  ``fullTextXML`` for one fetched from Europe PMC (``jats_from`` in the
+  manifest); Europe PMC mirrors PMC's open-access XML, so it serves both;
 * the PMC Open Access bucket, of which no listing is recorded, lists for an
-  article whose JATS we hold the files that JATS names (the body, its PDF
-  rendition when the JATS names one, figures and supplementary files with a
-  stated file name): a listing *implied* by the article's own XML. Only the
-  XML's bytes are recorded; downloading another file of the listing is
-  answered with a plain "bytes not recorded" refusal;
+  article whose JATS we hold the files that JATS names (its PDF rendition when
+  the JATS names one, figures and supplementary files with a stated file
+  name, and the XML rendition when the XML we hold is PMC's own): a listing
+  *implied* by the article's own XML. Only the XML's bytes are recorded;
+  downloading another file of the listing is answered with a plain "bytes not
+  recorded" refusal;
 * anything else is answered as the real service answers an id it does not
   know (404, an error record, an empty result). In the demo world that means
   "not among the demo's records", never a claim about the real service.
@@ -51,6 +56,8 @@ from .session import Session
 
 __all__ = [
     "DEMO_CONTACT",
+    "FROM_EUROPE_PMC",
+    "FROM_PMC_OA",
     "DemoArticle",
     "DemoWorld",
     "InstantClock",
@@ -71,6 +78,12 @@ RECORDS_DIR: Final = "data/demo/records"
 MANIFEST: Final = "articles.json"
 """The file naming, per article, its ids and its records."""
 
+FROM_PMC_OA: Final = "pmc_oa"
+"""``jats_from`` of a JATS file taken from PMC's Open Access packages (the bucket's XML)."""
+
+FROM_EUROPE_PMC: Final = "europe_pmc"
+"""``jats_from`` of a JATS file recorded as Europe PMC's ``fullTextXML`` answer."""
+
 UNRECORDED: Final = "litfetch_df demo: not among the demo's records"
 """The wording of every not-found answer the world gives (it states nothing about the service)."""
 
@@ -87,13 +100,16 @@ class DemoArticle:
     """One demo article: its true ids and the file names of the records held about it.
 
     Record names are relative to the records directory (``jats/…`` or ``json/…``).
-    ``pmid``/``pmcid`` are ``None`` where no record states them.
+    ``pmid``/``pmcid`` are ``None`` where no record states them. ``jats_from``
+    says where the JATS file was recorded (:data:`FROM_PMC_OA` or
+    :data:`FROM_EUROPE_PMC`), so the world serves it from there.
     """
 
     doi: str
     pmid: str | None = None
     pmcid: str | None = None
     jats: str | None = None
+    jats_from: str = FROM_PMC_OA
     crossref: str | None = None
     unpaywall: str | None = None
     s2: str | None = None
@@ -117,14 +133,17 @@ def demo_articles() -> tuple[DemoArticle, ...]:
     return tuple(DemoArticle.from_json(entry) for entry in raw["articles"])
 
 
-def bucket_keys(pmcid: str, jats: bytes) -> list[tuple[str, int | None]]:
+def bucket_keys(
+    pmcid: str, jats: bytes, *, xml_is_pmcs: bool = True
+) -> list[tuple[str, int | None]]:
     """Return the bucket listing an article's JATS implies: ``(key, size or None)``.
 
     The version folder is the one the XML names (``pmcid-ver``), else ``.1``.
-    The keys are the XML itself (its size is the recorded file's), the PDF
-    rendition when a ``self-uri`` of ``content-type="pmc-pdf"`` says PMC holds
-    one, and every figure, media or supplementary file the XML names with a
-    file extension. Sizes other than the XML's are not stated, so not given.
+    The keys are the XML itself when ``xml_is_pmcs`` (the file we hold is
+    PMC's own rendition; its size is the recorded file's), the PDF rendition
+    when a ``self-uri`` of ``content-type="pmc-pdf"`` says PMC holds one, and
+    every figure, media or supplementary file the XML names with a file
+    extension. Sizes other than the XML's are not stated, so not given.
     """
     root = parse_xml(jats)
     version = "1"
@@ -134,7 +153,9 @@ def bucket_keys(pmcid: str, jats: bytes) -> list[tuple[str, int | None]]:
             if len(stated) == 2 and stated[1].isdigit():
                 version = stated[1]
     folder = f"{pmcid}.{version}"
-    keys: list[tuple[str, int | None]] = [(f"{folder}/{folder}.xml", len(jats))]
+    keys: list[tuple[str, int | None]] = []
+    if xml_is_pmcs:
+        keys.append((f"{folder}/{folder}.xml", len(jats)))
     named: list[str] = []
     for el in root.iter():
         name = local_name(el)
@@ -269,7 +290,7 @@ class DemoWorld:
         """The bucket keys of ``article`` (empty without JATS: no listing is implied)."""
         if article.jats is None or article.pmcid is None:
             return []
-        return _listing(self._read(article.jats), article.pmcid)
+        return _listing(self._read(article.jats), article.pmcid, article.jats_from == FROM_PMC_OA)
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -512,8 +533,8 @@ class DemoWorld:
 
 
 @cache
-def _listing(jats: bytes, pmcid: str) -> list[tuple[str, int | None]]:
-    return bucket_keys(pmcid, jats)
+def _listing(jats: bytes, pmcid: str, xml_is_pmcs: bool) -> list[tuple[str, int | None]]:
+    return bucket_keys(pmcid, jats, xml_is_pmcs=xml_is_pmcs)
 
 
 @cache

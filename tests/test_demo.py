@@ -33,6 +33,14 @@ JATS = {
     "PMC5608867": "PMC5608867_license-prose-only.xml",
     "PMC13250820": "PMC13250820_ali-license-ref_supplementary.xml",
 }
+# Where each JATS file was recorded (PROVENANCE.md): three from PMC's OA packages (the
+# bucket's XML), PMC13250820 from Europe PMC (pyEuropePMC's "from Europe PMC open access").
+RECORDED_FROM = {
+    "PMC3166277": "pmc_oa_s3",
+    "PMC2599765": "pmc_oa_s3",
+    "PMC5608867": "pmc_oa_s3",
+    "PMC13250820": "europe_pmc",
+}
 
 # The identifier chains of PROVENANCE.md ("linked chains"), for the articles without JATS.
 CHAINS = {
@@ -155,6 +163,8 @@ def test_every_packaged_record_is_a_fixture_byte_for_byte() -> None:
             assert article.pmid is None and article.pmcid is None
         if article.jats:
             assert jats_ids(article.jats.removeprefix("jats/"))["doi"] == article.doi
+            stated = {"pmc_oa_s3": "pmc_oa", "europe_pmc": "europe_pmc"}
+            assert article.jats_from == stated[RECORDED_FROM[str(article.pmcid)]]
         for name in (article.crossref, article.unpaywall, article.s2, article.openalex):
             if name and not name.endswith("_404.json"):
                 assert article.doi.replace("/", "_") in name
@@ -173,8 +183,9 @@ def test_bodies_and_licences_come_from_the_real_jats(result: pd.DataFrame) -> No
         ids = jats_ids(name)
         r = row(result, ids["doi"])
         assert r["pmcid"] == pmcid and r["pmid"] == ids["pmid"]
-        # The bucket listing the JATS implies names the XML first: the ladder's bucket rung.
-        assert r["body_source"] == "pmc_oa_s3"
+        # Served by the service it was recorded from: the bucket rung for PMC's own XML;
+        # Europe PMC (the next rung) where the bucket's copy was not recorded.
+        assert r["body_source"] == RECORDED_FROM[pmcid]
         assert isinstance(r["body"], Blob) and r["body"].content == data_bytes("jats", name)
         assert r["licence_basis"] == "artifact"
     assert row(result, "10.1186/1471-2180-11-174")["licence"] == (
@@ -222,7 +233,8 @@ def implied_names(name: str, pmcid: str) -> set[str]:
         if local_name(el) == "article-id" and el.get("pub-id-type") == "pmcid-ver":
             version = el.text.strip().rsplit(".", 1)[1]
     folder = f"{pmcid}.{version}"
-    names = {f"{folder}.xml"}
+    # The XML rendition is listed only where the XML we hold is the bucket's own.
+    names = {f"{folder}.xml"} if RECORDED_FROM[pmcid] == "pmc_oa_s3" else set()
     for el in root.iter():
         target = el.get(href) or ""
         if local_name(el) == "self-uri" and el.get("content-type") == "pmc-pdf":
@@ -250,11 +262,13 @@ def test_recorded_bytes_download_and_unrecorded_ones_fail_plainly(
         tmp_path, session=demo.demo_session(), progress=False
     )
     got = fetched[fetched["path"].notna()]
-    assert len(got) == len(JATS)  # the four JATS renditions: their bytes are recorded
+    in_bucket = [p for p, source in RECORDED_FROM.items() if source == "pmc_oa_s3"]
+    # The bucket's JATS renditions: their bytes are recorded.
+    assert sorted(got["pmcid"]) == sorted(in_bucket)
     for path, pmcid in zip(got["path"], got["pmcid"], strict=True):
         assert Path(path).read_bytes() == data_bytes("jats", JATS[pmcid])
     rest = fetched[fetched["path"].isna()]
-    assert len(rest) == len(fetched) - len(JATS)
+    assert len(rest) == len(fetched) - len(in_bucket)
     assert rest["fetch_error"].fillna("").str.startswith("abandoned").sum() == 0
 
 
@@ -409,7 +423,7 @@ def test_a_later_step_on_a_demo_frame_stays_in_the_world(no_network: None) -> No
         warnings.simplefilter("error")  # no "going online" warning
         listed = LitFrameAccessor(resolved.iloc[::-1]).list_files(progress=False)
     assert listed["files_error"].isna().all()
-    assert int(listed["n_files"].sum()) >= 16
+    assert int(listed["n_files"].sum()) == 15  # the file-sets of the whole demo (docs/demo-data.md)
 
 
 def test_the_demo_cache_replays_offline(tmp_path: Path, no_network: None) -> None:
@@ -445,3 +459,26 @@ def test_the_bundled_demo_data_is_what_the_builder_makes_today() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "up to date" in done.stdout + done.stderr
+
+
+def test_the_coverage_tool_tells_what_the_demo_shows() -> None:
+    """tools/demo_coverage.py (the tables docs/demo-data.md quotes) runs offline and is right."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "tools" / "demo_coverage.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = set(done.stdout.splitlines())
+    # Bodies from two sources, each where its bytes were recorded.
+    assert {"| pmc_oa_s3 | 3 |", "| europe_pmc | 1 |"} <= lines
+    # The bucket's three recorded XML renditions download; no supplementary bytes are held.
+    assert {"| body | pmc_oa_s3 | 4 | 3 |", "| supplementary | pmc_oa_s3 | 6 | 0 |"} <= lines
+    assert "| 10.1101/2024.04.01.587366 | published | 10.1016/j.xgen.2025.100814 |" in lines
+    assert "| 10.3389/fgene.2017.00147 | preprint | 10.1101/171108 |" in lines

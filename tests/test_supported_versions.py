@@ -14,8 +14,9 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
-# The optional extras a user installs for the frame's own features: Parquet and plots.
-EXTRAS = ("parquet", "plot")
+# The optional extras a user installs for the frame's own features (Parquet and plots),
+# and the test tools the oldest job runs the suite with.
+EXTRAS = ("parquet", "plot", "test")
 
 
 def _declared() -> list[Requirement]:

@@ -42,7 +42,7 @@ from lxml import etree  # noqa: E402
 
 from litfetch_df._xml import local_name, parse_xml  # noqa: E402
 from litfetch_df.demo import EXPORT_NAME  # noqa: E402
-from litfetch_df.demo_world import MANIFEST  # noqa: E402
+from litfetch_df.demo_world import FROM_EUROPE_PMC, FROM_PMC_OA, MANIFEST  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 OUT = ROOT / "litfetch_df" / "data" / "demo"
@@ -72,13 +72,15 @@ class Article:
 
     ``blank`` names the export columns left empty so that resolve() has work.
     ``pmid``/``pmcid``/``doi`` of a JATS article are read from the file and
-    checked against the values given here.
+    checked against the values given here. ``jats_from`` is where the JATS file
+    was recorded (PROVENANCE.md): PMC's OA packages, or Europe PMC.
     """
 
     doi: str
     pmid: str | None = None
     pmcid: str | None = None
     jats: str | None = None
+    jats_from: str = FROM_PMC_OA
     crossref: str | None = None
     unpaywall: str | None = None
     s2: str | None = None
@@ -112,6 +114,8 @@ ARTICLES: tuple[Article, ...] = (
         pmid="42267590",
         pmcid="PMC13250820",
         jats="PMC13250820_ali-license-ref_supplementary.xml",
+        # PROVENANCE.md: pyEuropePMC's benchmark files are "from Europe PMC open access".
+        jats_from=FROM_EUROPE_PMC,
     ),
     # PROVENANCE.md, linked chains: PMID 40120586 and PMC12008803 (S2 externalIds,
     # Unpaywall's PMC location, OpenAlex ids.pmid).
@@ -423,6 +427,7 @@ def manifest(facts: Facts) -> dict[str, Any]:
         entry: dict[str, Any] = {"doi": article.doi, "pmid": article.pmid, "pmcid": article.pmcid}
         if article.jats:
             entry["jats"] = f"jats/{article.jats}"
+            entry["jats_from"] = article.jats_from
         for kind in ("crossref", "unpaywall", "s2", "openalex"):
             name = getattr(article, kind)
             if name:
