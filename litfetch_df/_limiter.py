@@ -240,6 +240,7 @@ class HostLimiter:
             plan.max_in_flight
         )
         self._next = -math.inf
+        self._last_grant = -math.inf
         self._last_end = -math.inf
         self._paused_until = -math.inf
         self._parked_until = -math.inf
@@ -282,6 +283,7 @@ class HostLimiter:
             raise
         self._sending += 1
         self.requests += 1
+        self._last_grant = slot
         self._recent.append(slot)
         if self._window_end > slot:
             self._window_left -= 1
@@ -321,6 +323,14 @@ class HostLimiter:
             if self._paused_until <= slot and not (
                 self._window_left <= 0 and self._window_end > slot
             ):
+                # Slots are reserved ahead; when a busy event loop woke the previous
+                # request late, this one keeps a whole interval from when that one really
+                # went, so a lag never turns two slots into a burst (a host that allows no
+                # burst answers it with a 429).
+                # Checked again after each wait: another request may have gone meanwhile.
+                while (late := self._last_grant + self._interval() - clock.now()) > 0:
+                    await clock.sleep(late)
+                    self._check_parked()
                 return max(slot, clock.now()), pressed
             # A pause began while this request waited: queue again behind it.
 

@@ -305,6 +305,32 @@ async def test_a_rate_throttle_with_one_request_out_does_not_delay_a_second_plac
     assert state.in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT, state
 
 
+class LaggingClock(VirtualClock):
+    """A virtual clock whose sleepers wake up to 80 ms late, one in three (seeded), the way
+    a busy event loop wakes them: a slot reserved ahead may then be taken late."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lag = random.Random(3)
+
+    async def sleep(self, seconds: float) -> None:
+        lag = self._lag.uniform(0.0, 0.08) if self._lag.random() < 1 / 3 else 0.0
+        await super().sleep(seconds + lag if seconds > 0 else seconds)
+
+
+async def test_a_late_wake_up_never_turns_two_slots_into_a_burst() -> None:
+    # A host that allows no burst at all (8/s, one at a time by the clock): requests a
+    # busy loop woke late must not be followed by the next one at its reserved slot.
+    clock = LaggingClock()
+    upstream = Upstream(clock, latency=0.02, limits={SPRINGER: Bucket(8.0, 1)})
+    known = {SPRINGER: HostLimit(rate=8.0)}
+    async with upstream.session(host_limits=known) as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+    assert statuses == [200] * 200
+    assert upstream.throttled(SPRINGER) == 0
+    assert min(gaps(upstream.times(SPRINGER))) >= 1 / 8.0 - EPS
+
+
 async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_again() -> None:
     clock = VirtualClock()
     refuse = {"on": False}
