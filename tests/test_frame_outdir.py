@@ -126,6 +126,31 @@ def test_body_paths_are_collision_free_and_deterministic(tmp_path: Path) -> None
     assert OutDir(tmp_path).body_path(ArticleIds(pmcid="PMC7000001"), "application/jats+xml") == a
 
 
+def test_a_bundle_whose_resolution_was_given_up_names_its_body_as_its_resolved_twin(
+    tmp_path: Path,
+) -> None:
+    jats = "application/jats+xml"
+    half = ArticleIds(pmcid="PMC7000001")  # its DOI and PMID were never learnt
+    whole = ArticleIds(pmcid="PMC7000001", pmid="30000001", doi="10.1000/x")
+    other = ArticleIds(pmcid="PMC7000001", pmid="30000009")  # contradicts `whole`
+
+    # Strictly by row order, the half-resolved first row would take the plain name and
+    # its resolved twin a hashed one: a name a run without faults never gives it.
+    out = OutDir(tmp_path)
+    out.reserve_bodies([half, whole, other], provisional=[0])
+    assert out.body_path(whole, jats).name == "PMC7000001.xml"
+    # The provisional bundle shares it (the same article), until it is resolved too.
+    assert out.body_path(half, jats).name == "PMC7000001.xml"
+    # A bundle contradicting it is another article: its own name, as before.
+    assert out.body_path(other, jats).name.startswith("PMC7000001-")
+
+    # The name a fully resolved frame gives, whatever the rows resolved late.
+    clean = OutDir(tmp_path)
+    clean.reserve_bodies([whole, whole, other])
+    assert clean.body_path(whole, jats) == out.body_path(whole, jats)
+    assert clean.body_path(other, jats) == out.body_path(other, jats)
+
+
 def test_file_paths_for_hostile_upstream_names(tmp_path: Path) -> None:
     out = OutDir(tmp_path)
     ids = ArticleIds(pmcid="PMC7000001")

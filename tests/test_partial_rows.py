@@ -27,7 +27,7 @@ from litfetch_df.operations.fileset import list_files_tried, merge_listings
 from litfetch_df.operations.tried import Answer
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
-from tests.fakes.world import HOST_EBI, HOST_S3, HOST_UNPAYWALL, World
+from tests.fakes.world import HOST_EBI, HOST_NCBI, HOST_S3, HOST_UNPAYWALL, World
 from tests.test_fileset import StubSource
 
 CONTACT = "me@lab.example"
@@ -201,3 +201,45 @@ async def test_a_held_answer_whose_lookup_was_given_up_counts_as_a_failure(
         async with session.scope() as scope:
             assert await scope.held(url) is None
             assert scope.failures == ()  # nothing held, nothing lost: not a failure
+
+
+# -- ids not resolved ------------------------------------------------------------------------------
+
+STEPS = ("resolve", "bodies", "files", "licences")
+
+
+async def test_a_row_found_with_ids_not_all_resolved_is_partial_and_a_rerun_redoes_it(
+    world: World, fake: FakeUpstream, corpus: Corpus, tmp_path: Path
+) -> None:
+    clean = await corpus.frame.lit.run_async(STEPS, out_dir=tmp_path / "clean", **config(fake))
+    outage = Outage(503)
+    fake.route(HOST_NCBI, r"/tools/idconv/.*", outage)
+    out = tmp_path / "faulted"
+    got = await corpus.frame.lit.run_async(STEPS, out_dir=out, **config(fake))
+
+    unresolved = got["resolve_error"].map(is_abandoned)
+    # A PMCID-only row: the PMC bucket lists its files by PMCID, but Unpaywall is asked
+    # by the DOI only the resolution would have given. Found, yet not all there.
+    lost = [
+        i
+        for i in got.index[unresolved]
+        if pd.isna(got.at[i, "doi"])
+        and any(f.source == "unpaywall" for f in clean.at[i, "files"])
+        and got.at[i, "n_files"] > 0
+    ]
+    assert lost, "no row lost Unpaywall's file to the failed resolution: the test tests nothing"
+    for i in lost:
+        for column in ("files_error", "body_error", "licence_error"):
+            error = got.at[i, column]
+            want = f"partial: resolve abandoned: HTTP 503 from {HOST_NCBI}"
+            assert isinstance(error, str) and error.startswith(want), (column, error)
+            assert [g.source for g in given_up_in(error)] == ["resolve"]
+    assert got.lit.summary().loc[("partial", "files"), "count"] >= len(lost)
+
+    outage.on = False
+    again = await got.lit.run_async(STEPS, out_dir=out, **config(fake))
+    # The same frame (body paths relative to their out_dir) and the same files.
+    for frame, root in ((again, out), (clean, tmp_path / "clean")):
+        frame["body_path"] = frame["body_path"].str.removeprefix(f"{root}/")
+    pd.testing.assert_frame_equal(again, clean)
+    assert tree(out) == tree(tmp_path / "clean")

@@ -19,7 +19,7 @@ import re
 import unicodedata
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -192,10 +192,18 @@ def remove_leftovers(root: Path) -> int:
     return removed
 
 
-def _identity(ids: ArticleIds) -> str:
+_Identity = tuple[str | None, str | None, str | None, str | None]
+
+
+def _identity(ids: ArticleIds) -> _Identity:
     """What names one article's body: its ids, the DOI case-folded as everywhere else."""
     doi = doi_key(ids.doi) if ids.doi else None
-    return repr((ids.pmid, ids.pmcid, doi, ids.bookid))
+    return (ids.pmid, ids.pmcid, doi, ids.bookid)
+
+
+def _same_article(a: _Identity, b: _Identity) -> bool:
+    """Whether two id bundles may name one article: no id of one contradicts the other's."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
 class Names:
@@ -211,8 +219,8 @@ class Names:
     def __init__(self) -> None:
         self._claimed: dict[str, str] = {}
         # Body stems by article identity, and the identity owning each stem.
-        self._stems: dict[str, str] = {}
-        self._stem_owner: dict[str, str] = {}
+        self._stems: dict[_Identity, str] = {}
+        self._stem_owner: dict[str, _Identity] = {}
 
     def _locate(self, parts: list[str]) -> str:
         """Return the location of the safe relative ``parts`` (raise if it leaves the root)."""
@@ -235,24 +243,36 @@ class Names:
         self._claimed[location] = identity
         return location
 
-    def reserve_bodies(self, bundles: Iterable[ArticleIds]) -> None:
+    def reserve_bodies(
+        self, bundles: Iterable[ArticleIds], provisional: Collection[int] = ()
+    ) -> None:
         """Decide the body name of every bundle, in the order given (a frame's row order).
 
         Called before any body is fetched, so that when two bundles share a stem
         the first row keeps the plain name whichever body arrives first, and a
         re-run of the same frame names every body as the first call did.
+        ``provisional``: the positions of bundles whose resolution was given up
+        (ids missing); they are named after the others and share the name of
+        a bundle of the same article (no id contradicting theirs), so a row
+        resolved late does not take the name its fully resolved twin has.
         """
-        for ids in bundles:
-            if not ids.is_empty():
+        listed = list(bundles)
+        late = frozenset(provisional)
+        for i, ids in enumerate(listed):
+            if not ids.is_empty() and i not in late:
                 self._body_stem(ids)
+        for i in sorted(late):
+            if 0 <= i < len(listed) and not listed[i].is_empty():
+                self._body_stem(listed[i], provisional=True)
 
-    def _body_stem(self, ids: ArticleIds) -> str:
+    def _body_stem(self, ids: ArticleIds, *, provisional: bool = False) -> str:
         identity = _identity(ids)
         stem = self._stems.get(identity)
         if stem is None:
             stem = id_stem(ids)
-            if self._stem_owner.setdefault(stem, identity) != identity:
-                stem = f"{stem}-{_short_hash(identity)}"
+            owner = self._stem_owner.setdefault(stem, identity)
+            if owner != identity and not (provisional and _same_article(owner, identity)):
+                stem = f"{stem}-{_short_hash(repr(identity))}"
                 self._stem_owner.setdefault(stem, identity)
             self._stems[identity] = stem
         return stem
@@ -261,7 +281,7 @@ class Names:
         """Return where an article body goes: ``<id stem><extension>`` under the root."""
         stem = self._body_stem(ids)
         name = safe_filename(stem + extension_for(media_type), fallback=stem)
-        return self._claim([name], _identity(ids))
+        return self._claim([name], "body " + stem)
 
     def file_location(self, ids: ArticleIds, file: File) -> str:
         """Return where a file-set member goes: ``<id stem>/<safe upstream filename>``."""

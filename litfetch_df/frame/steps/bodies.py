@@ -4,6 +4,9 @@ A body served by a lower rung because a higher one was given up after its
 retries is kept, and ``body_error`` says ``partial: <rung> abandoned:
 <reason>``; a re-run of the row asks only the rungs above the one that
 served, and a body one of them serves replaces the kept one (its file too).
+A row partial because its ids were not all resolved asks every rung again:
+with the ids it has now a rung may serve that could not before, and the
+body's name (chosen from the ids) may change.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
-from ..outcome import GivenUp, Partial, is_partial
+from ..outcome import GivenUp, Partial, ids_incomplete, is_partial
 from ..outputs import Out
 from ..plan import Plan
 from ..urlout import size_of
@@ -97,9 +100,13 @@ class BodiesStep(UnitStep):
         return bulk.for_fetchers(self.fetchers, self.credentials)
 
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
-        """Reserve every row's body name in row order, not in completion order."""
+        """Reserve every row's body name in row order, not in completion order.
+
+        Rows whose resolution was given up come last: their ids are provisional.
+        """
         if self.out is not None:
-            self.out.reserve_bodies(plan.bundles)
+            late = [i for i, reason in enumerate(plan.unresolved) if reason is not None]
+            self.out.reserve_bodies(plan.bundles, late)
 
     def resume_token(self, before: Mapping[str, object]) -> Hashable:
         """Rows re-run alike when they hold the same body from the same rung."""
@@ -114,13 +121,17 @@ class BodiesStep(UnitStep):
     async def work(self, http: Http, job: Job) -> Partial[Blob | Written | None]:
         """Fetch the body; with ``out``, write it and return where (bytes left in scratch).
 
-        On a partial row, only the rungs above the one that served are asked;
-        when none serves, the row keeps its body.
+        On a partial row, only the rungs above the one that served are asked
+        (every rung when the row's ids were incomplete); when none serves, the
+        row keeps its body.
         """
         from ...operations.ladder import fetch_body_tried
 
-        kept = _kept(job.before) if is_partial(job.before.get("body_error")) else None
+        error = job.before.get("body_error")
+        kept = _kept(job.before) if is_partial(error) else None
         above = kept.file.source if isinstance(kept, Blob) else (kept.source if kept else None)
+        if ids_incomplete(error):
+            above = None
         walk = await fetch_body_tried(
             http,
             job.ids,
