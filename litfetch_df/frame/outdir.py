@@ -221,6 +221,8 @@ class Names:
         # Body stems by article identity, and the identity owning each stem.
         self._stems: dict[_Identity, str] = {}
         self._stem_owner: dict[str, _Identity] = {}
+        # Stems owned by a provisional bundle (its resolution was given up) for now.
+        self._tentative: set[str] = set()
 
     def _locate(self, parts: list[str]) -> str:
         """Return the location of the safe relative ``parts`` (raise if it leaves the root)."""
@@ -251,31 +253,50 @@ class Names:
         Called before any body is fetched, so that when two bundles share a stem
         the first row keeps the plain name whichever body arrives first, and a
         re-run of the same frame names every body as the first call did.
+
         ``provisional``: the positions of bundles whose resolution was given up
-        (ids missing); they are named after the others and share the name of
-        a bundle of the same article (no id contradicting theirs), so a row
-        resolved late does not take the name its fully resolved twin has.
+        (ids missing). One holds a plain name only until a later bundle of the
+        same article (no id contradicting it) claims it, then moves aside to a
+        name of its own: once resolved it is that bundle, and the name must be
+        the one a run without the failure gives both.
         """
-        listed = list(bundles)
         late = frozenset(provisional)
-        for i, ids in enumerate(listed):
-            if not ids.is_empty() and i not in late:
-                self._body_stem(ids)
-        for i in sorted(late):
-            if 0 <= i < len(listed) and not listed[i].is_empty():
-                self._body_stem(listed[i], provisional=True)
+        for i, ids in enumerate(bundles):
+            if not ids.is_empty():
+                self._body_stem(ids, provisional=i in late)
 
     def _body_stem(self, ids: ArticleIds, *, provisional: bool = False) -> str:
         identity = _identity(ids)
         stem = self._stems.get(identity)
-        if stem is None:
-            stem = id_stem(ids)
-            owner = self._stem_owner.setdefault(stem, identity)
-            if owner != identity and not (provisional and _same_article(owner, identity)):
-                stem = f"{stem}-{_short_hash(repr(identity))}"
-                self._stem_owner.setdefault(stem, identity)
-            self._stems[identity] = stem
+        if stem is not None:
+            return stem
+        stem = id_stem(ids)
+        owner = self._stem_owner.setdefault(stem, identity)
+        if owner == identity:
+            if provisional:
+                self._tentative.add(stem)
+        elif stem in self._tentative and not provisional and _same_article(owner, identity):
+            # The provisional owner is likely this article half resolved: this bundle
+            # takes the plain stem, the provisional one a name of its own.
+            self._tentative.discard(stem)
+            aside = f"{stem}-{_short_hash(repr(owner))}"
+            self._stem_owner.setdefault(aside, owner)
+            self._stems[owner] = aside
+            self._stem_owner[stem] = identity
+        else:
+            stem = f"{stem}-{_short_hash(repr(identity))}"
+            self._stem_owner.setdefault(stem, identity)
+        self._stems[identity] = stem
         return stem
+
+    def hold_body(self, ids: ArticleIds, location: str) -> None:
+        """Say a body an earlier run wrote at ``location`` for ``ids`` stays (not redone now).
+
+        Call after :meth:`reserve_bodies`. No other article's body is then
+        written there: one whose name became that location since (a row
+        resolved late, contradicting this one's ids) gets a name of its own.
+        """
+        self._claimed.setdefault(location, "body " + self._body_stem(ids))
 
     def body_location(self, ids: ArticleIds, media_type: str | None) -> str:
         """Return where an article body goes: ``<id stem><extension>`` under the root."""

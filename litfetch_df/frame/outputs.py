@@ -46,7 +46,11 @@ class Out(Protocol):
     def reserve_bodies(
         self, bundles: Iterable[ArticleIds], provisional: Collection[int] = ()
     ) -> None:
-        """Decide every bundle's body name in row order (``provisional`` ones last)."""
+        """Decide every bundle's body name in row order (``provisional``: half resolved)."""
+        ...
+
+    def hold_body(self, ids: ArticleIds, location: str) -> None:
+        """Keep any other article's body from being written at ``location`` (kept from before)."""
         ...
 
     def body_location(self, ids: ArticleIds, media_type: str | None) -> str:

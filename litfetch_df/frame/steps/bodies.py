@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from ..._http import Http
@@ -102,11 +102,20 @@ class BodiesStep(UnitStep):
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
         """Reserve every row's body name in row order, not in completion order.
 
-        Rows whose resolution was given up come last: their ids are provisional.
+        Rows whose resolution was given up hold their ids provisionally.
         """
         if self.out is not None:
             late = [i for i, reason in enumerate(plan.unresolved) if reason is not None]
             self.out.reserve_bodies(plan.bundles, late)
+
+    def keep_earlier(self, plan: Plan, earlier: Callable[[str], Sequence[object]]) -> None:
+        """Hold the files of the rows not redone: a row redone never writes over them."""
+        if self.out is None:
+            return
+        todo = frozenset(plan.todo)
+        for i, path in enumerate(earlier("body_path")):
+            if i not in todo and isinstance(path, str) and not plan.bundles[i].is_empty():
+                self.out.hold_body(plan.bundles[i], path)
 
     def resume_token(self, before: Mapping[str, object]) -> Hashable:
         """Rows re-run alike when they hold the same body from the same rung."""
