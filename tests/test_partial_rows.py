@@ -243,3 +243,39 @@ async def test_a_row_found_with_ids_not_all_resolved_is_partial_and_a_rerun_redo
         frame["body_path"] = frame["body_path"].str.removeprefix(f"{root}/")
     pd.testing.assert_frame_equal(again, clean)
     assert tree(out) == tree(tmp_path / "clean")
+
+
+# -- held answers ----------------------------------------------------------------------------------
+
+
+async def test_a_lost_held_answer_is_partial_and_a_licences_rerun_looks_it_up_again(
+    fake: FakeUpstream,
+) -> None:
+    bigger = generate(2000, seed=9)
+    World(bigger.articles, keys=WORLD_KEYS).install(fake)
+    frame = bigger.frame.iloc[1650:1690].reset_index(drop=True)
+    clean = await frame.lit.run_async(STEPS, **config(fake))
+    # Rows whose access only Europe PMC's search record states (a PMCID alone: no DOI
+    # for Unpaywall); the record is read where held, from the bodies step's bulk search.
+    from_epmc = clean.index[clean["access_basis"].eq("europe_pmc").fillna(False)]
+    assert len(from_epmc) > 0, "no row reads Europe PMC's record: the test tests nothing"
+
+    outage = Outage(502)
+
+    def holdings_search(req: FakeRequest) -> FakeResponse | None:
+        # Only the bulk search by PMCID (the one the terms are read from) fails.
+        return outage(req) if "PMCID:" in (req.param("query") or "") else None
+
+    fake.route(HOST_EBI, r"/europepmc/webservices/rest/search", holdings_search)
+    got = await frame.lit.run_async(STEPS, **config(fake))
+    for i in from_epmc:
+        error = got.at[i, "licence_error"]
+        # Not "nothing known": the answer was lost, and the row says so.
+        assert isinstance(error, str) and is_abandoned(error), (i, error)
+        assert "(Europe PMC search)" in error, error
+
+    # The re-run redoes the licences of those rows only: the step alone asks nothing of
+    # Europe PMC in bulk, but a row that lost that answer makes the lookup again.
+    outage.on = False
+    again = await got.lit.run_async(STEPS, **config(fake))
+    pd.testing.assert_frame_equal(again, clean)
