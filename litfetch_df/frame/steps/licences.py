@@ -186,11 +186,12 @@ class LicencesStep(UnitStep):
         are read only where the call holds them anyway (in ``run()``, the
         bodies and file-set steps' lookups; else the persistent cache): asking
         for them here would cost requests for rows whose bytes already said it all.
+        A re-run adds the lookups its rows lost (see :meth:`keep_earlier`).
         """
         return bulk.for_licences() | self._again
 
     def keep_earlier(self, plan: Plan, earlier: Callable[[str], Sequence[object]]) -> None:
-        """Make again the held-answer lookups a redone row lost (it names their host).
+        """Make again the held-answer lookups a redone row lost (its error names them).
 
         The terms read from Semantic Scholar, Europe PMC or OpenAlex answers
         come from lookups other steps of the first call made; a row that lost
