@@ -156,6 +156,12 @@ def test_a_bundle_whose_resolution_was_given_up_leaves_the_name_to_its_resolved_
     first.reserve_bodies([known, other], provisional=[0])
     assert first.body_path(known, jats).name == "PMC7000001.xml"
     assert first.body_path(other, jats).name.startswith("PMC7000001-")
+    # Nor does a bundle holding fewer ids take it over: the provisional one cannot become it.
+    book, chapter = ArticleIds(bookid="NBK100611"), ArticleIds(bookid="NBK100611", pmid="3")
+    shelf = OutDir(tmp_path)
+    shelf.reserve_bodies([chapter, book], provisional=[0])
+    assert shelf.body_path(chapter, jats).name == "NBK100611.xml"
+    assert shelf.body_path(book, jats).name.startswith("NBK100611-")
 
 
 def test_a_body_held_from_an_earlier_run_is_never_written_over_by_another_article(

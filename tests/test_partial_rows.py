@@ -27,7 +27,15 @@ from litfetch_df.operations.fileset import list_files_tried, merge_listings
 from litfetch_df.operations.tried import Answer
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
-from tests.fakes.world import HOST_EBI, HOST_NCBI, HOST_S3, HOST_UNPAYWALL, World
+from tests.fakes.world import (
+    HOST_EBI,
+    HOST_ELSEVIER,
+    HOST_NCBI,
+    HOST_OPENALEX,
+    HOST_S3,
+    HOST_UNPAYWALL,
+    World,
+)
 from tests.test_fileset import StubSource
 
 CONTACT = "me@lab.example"
@@ -279,3 +287,43 @@ async def test_a_lost_held_answer_is_partial_and_a_licences_rerun_looks_it_up_ag
     outage.on = False
     again = await got.lit.run_async(STEPS, **config(fake))
     pd.testing.assert_frame_equal(again, clean)
+
+
+async def test_a_body_kept_through_a_rerun_takes_the_name_its_resolved_ids_give(
+    world: World, fake: FakeUpstream, corpus: Corpus, tmp_path: Path
+) -> None:
+    clean = await corpus.frame.lit.run_async(STEPS, out_dir=tmp_path / "clean", **config(fake))
+    resolving = [Outage(503), Outage(503)]
+    fake.route(HOST_NCBI, r"/tools/idconv/.*", resolving[0])
+    fake.route(HOST_OPENALEX, r"/works.*", resolving[1])
+    out = tmp_path / "faulted"
+    got = await corpus.frame.lit.run_async(STEPS, out_dir=out, **config(fake))
+    # DOI-only rows whose Elsevier body was named by the DOI, the PMID not yet known.
+    renamed = [
+        i
+        for i in got.index[got["body_source"].eq("elsevier_oa").fillna(False)]
+        if isinstance(clean.at[i, "body_path"], str)
+        and Path(got.at[i, "body_path"]).name != Path(clean.at[i, "body_path"]).name
+    ]
+    assert renamed, "no body was named before its ids were resolved: the test tests nothing"
+
+    # Resolved now, but the rung that served is given up this time: the row keeps its
+    # body (partial), under the name its ids give now.
+    for outage in resolving:
+        outage.on = False
+    elsevier = Outage(503)
+    fake.route(HOST_ELSEVIER, r".*", elsevier)
+    kept = await got.lit.run_async(STEPS, out_dir=out, **config(fake))
+    for i in renamed:
+        assert is_partial(kept.at[i, "body_error"]), kept.at[i, "body_error"]
+        moved = Path(kept.at[i, "body_path"])
+        assert moved.name == Path(clean.at[i, "body_path"]).name
+        assert moved.read_bytes() == Path(clean.at[i, "body_path"]).read_bytes()
+        assert not Path(got.at[i, "body_path"]).exists()  # moved, not copied
+
+    elsevier.on = False
+    again = await kept.lit.run_async(STEPS, out_dir=out, **config(fake))
+    for frame, root in ((again, out), (clean, tmp_path / "clean")):
+        frame["body_path"] = frame["body_path"].str.removeprefix(f"{root}/")
+    pd.testing.assert_frame_equal(again, clean)
+    assert tree(out) == tree(tmp_path / "clean")

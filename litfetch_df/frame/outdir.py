@@ -201,9 +201,9 @@ def _identity(ids: ArticleIds) -> _Identity:
     return (ids.pmid, ids.pmcid, doi, ids.bookid)
 
 
-def _same_article(a: _Identity, b: _Identity) -> bool:
-    """Whether two id bundles may name one article: no id of one contradicts the other's."""
-    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+def _covers(whole: _Identity, part: _Identity) -> bool:
+    """Whether ``part`` may be ``whole`` half resolved: every id it has, ``whole`` has too."""
+    return all(p is None or p == w for w, p in zip(whole, part, strict=True))
 
 
 class Names:
@@ -255,9 +255,9 @@ class Names:
         re-run of the same frame names every body as the first call did.
 
         ``provisional``: the positions of bundles whose resolution was given up
-        (ids missing). One holds a plain name only until a later bundle of the
-        same article (no id contradicting it) claims it, then moves aside to a
-        name of its own: once resolved it is that bundle, and the name must be
+        (ids missing). One holds a plain name only until a later bundle that
+        has every id it has (and more) claims it, then moves aside to a name of
+        its own: once resolved it may well be that bundle, and the name must be
         the one a run without the failure gives both.
         """
         late = frozenset(provisional)
@@ -275,9 +275,9 @@ class Names:
         if owner == identity:
             if provisional:
                 self._tentative.add(stem)
-        elif stem in self._tentative and not provisional and _same_article(owner, identity):
-            # The provisional owner is likely this article half resolved: this bundle
-            # takes the plain stem, the provisional one a name of its own.
+        elif stem in self._tentative and not provisional and _covers(identity, owner):
+            # The provisional owner may be this article half resolved: this bundle takes
+            # the plain stem, the provisional one a name of its own.
             self._tentative.discard(stem)
             aside = f"{stem}-{_short_hash(repr(owner))}"
             self._stem_owner.setdefault(aside, owner)

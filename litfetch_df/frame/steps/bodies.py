@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final
 
 from ..._http import Http
 from ...files import Blob
+from ...ids import ArticleIds
 from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
@@ -25,7 +26,7 @@ from ..engine import Job, UnitStep
 from ..outcome import GivenUp, Partial, ids_incomplete, is_partial
 from ..outputs import Out
 from ..plan import Plan
-from ..urlout import size_of
+from ..urlout import read_location, size_of
 
 __all__ = ["BODY_COLUMNS", "BodiesStep", "Written"]
 
@@ -152,6 +153,10 @@ class BodiesStep(UnitStep):
         lost = tuple(GivenUp(t.source, t.reason or "no answer") for t in walk.given_up)
         blob = walk.blob
         if blob is None:
+            if isinstance(kept, Written) and self.out is not None:
+                # Kept, but under the name the row's ids give now (they may have been
+                # resolved since it was written): a run without faults names it so.
+                kept = await asyncio.to_thread(_renamed, self.out, job.ids, kept)
             return Partial(kept, lost)
         if self.out is None:
             return Partial(blob, lost)
@@ -188,6 +193,20 @@ class BodiesStep(UnitStep):
         if isinstance(value, Blob):
             return value.file.source
         return value.source if isinstance(value, Written) else None
+
+
+def _renamed(out: Out, ids: ArticleIds, kept: Written) -> Written:
+    """``kept`` moved to where ``out`` names the body of ``ids`` now (as it was if unreadable)."""
+    location = out.body_location(ids, kept.media_type)
+    if location == kept.path:
+        return kept
+    try:
+        data = read_location(kept.path)
+    except OSError:
+        return kept  # gone or unreadable: the row keeps saying where it was
+    written = out.write_to(location, data)
+    out.remove(kept.path)
+    return dataclasses.replace(kept, path=written)
 
 
 def _kept(before: Mapping[str, object]) -> Blob | Written | None:
