@@ -36,7 +36,7 @@ from benchmarks.client import (  # noqa: E402
     missing_surface,
     model_steps,
 )
-from benchmarks.convergence import compare, round_lines  # noqa: E402
+from benchmarks.convergence import compare, differing_rows, round_lines  # noqa: E402
 from benchmarks.corpus import Corpus, generate  # noqa: E402
 from benchmarks.model import (  # noqa: E402
     LIMITS,
@@ -134,6 +134,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fault-seed", type=int, default=None, help="seed of the faults (--seed)")
     p.add_argument(
         "--max-rounds", type=int, default=6, help="runs the faults scenario makes at most"
+    )
+    p.add_argument(
+        "--faults-diff",
+        default="",
+        metavar="FILE",
+        help="the faults scenario: write the rows that differ from the fault-free run "
+        "(ids, and each differing cell clean and faulted) to FILE as JSON",
     )
     p.add_argument(
         "--run-timeout",
@@ -581,6 +588,10 @@ def run_faults_scenario(args: argparse.Namespace, cache_root: Path) -> ScenarioR
     )
     for column, (was, now) in list(comparison.example.items())[:6]:
         report.extra[f"e.g. {column}"] = f"fault-free {was!r} / faulted {now!r}"
+    if args.faults_diff:
+        rows = differing_rows(clean.get("digests", []), faulted.get("digests", []))
+        Path(args.faults_diff).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        report.extra["differing rows written to"] = args.faults_diff
     return report
 
 

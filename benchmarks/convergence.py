@@ -14,7 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Comparison", "compare", "round_lines"]
+__all__ = ["Comparison", "compare", "differing_rows", "round_lines"]
+
+ID_COLUMNS = ("pmid", "pmcid", "doi", "bookid")
+"""Columns :func:`differing_rows` shows for every differing row, to name the article."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,30 @@ def compare(clean: Sequence[Mapping[str, str]], faulted: Sequence[Mapping[str, s
             if c not in example:
                 example[c] = _around_difference(a.get(c, "NA"), b.get(c, "NA"))
     return Comparison(len(clean), differing, dict(per_column.most_common()), example)
+
+
+def differing_rows(
+    clean: Sequence[Mapping[str, str]], faulted: Sequence[Mapping[str, str]]
+) -> list[dict[str, Any]]:
+    """Every row where ``faulted`` differs from ``clean``, for a look at why.
+
+    Each entry holds the row's position, its ids (as in the clean frame) and,
+    per differing column, the clean and the faulted cell in full.
+    """
+    rows: list[dict[str, Any]] = []
+    for i, (a, b) in enumerate(zip(clean, faulted, strict=False)):
+        columns = [c for c in dict.fromkeys([*a, *b]) if a.get(c, "NA") != b.get(c, "NA")]
+        if columns:
+            rows.append(
+                {
+                    "row": i,
+                    "ids": {c: a[c] for c in ID_COLUMNS if a.get(c, "NA") != "NA"},
+                    "differ": {
+                        c: {"clean": a.get(c, "NA"), "faulted": b.get(c, "NA")} for c in columns
+                    },
+                }
+            )
+    return rows
 
 
 def _around_difference(a: str, b: str, width: int = 120) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import collections
 import httpx
 import pytest
 
-from benchmarks.convergence import compare
+from benchmarks.convergence import compare, differing_rows
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.faults import FaultKind, FaultPlan
 from tests.fakes.world import HOST_CROSSREF, HOST_UNPAYWALL, Article, World
@@ -126,3 +126,19 @@ def test_compare_counts_rows_and_columns_that_differ() -> None:
     assert result.columns == {"licence": 1}
     assert result.example["licence"] == ("cc-by", "NA")
     assert compare(clean, clean).rows_differing == 0
+
+
+def test_differing_rows_name_each_row_and_its_cells_in_full() -> None:
+    clean = [
+        {"doi": "'10.1/a'", "pmid": "NA", "files": "[File(a), File(b)]"},
+        {"doi": "'10.1/b'", "pmid": "'1'", "files": "[]"},
+    ]
+    faulted = [{"doi": "'10.1/a'", "pmid": "NA", "files": "[File(b)]"}, dict(clean[1])]
+    assert differing_rows(clean, faulted) == [
+        {
+            "row": 0,
+            "ids": {"doi": "'10.1/a'"},
+            "differ": {"files": {"clean": "[File(a), File(b)]", "faulted": "[File(b)]"}},
+        }
+    ]
+    assert differing_rows(clean, clean) == []

@@ -483,15 +483,22 @@ def test_a_step_after_an_abandoned_resolution_is_abandoned_until_the_ids_are_res
     assert cells(again["body_error"]) == [None, None]
 
 
-def test_a_step_that_finds_something_despite_an_abandoned_resolution_is_not_abandoned(
+def test_a_step_that_finds_something_despite_an_abandoned_resolution_is_partial(
     world: FakeUpstream,
 ) -> None:
     world.fail_next(NCBI, IDCONV, *[FakeResponse(503, b"busy")] * 3)
     df = pd.DataFrame({"PMCID": ["PMC7000001"], "PMID": ["30000001"]})
     out = call("fetch_bodies", df, world)
     assert is_abandoned(cells(out["resolve_error"])[0])
-    assert cells(out["body_source"]) == ["europe_pmc"]  # the PMCID it had was enough
-    assert cells(out["body_error"]) == [None]
+    assert cells(out["body_source"]) == ["europe_pmc"]  # the PMCID it had served a body ...
+    # ... but an id the resolution would have added might have served a better one: the
+    # row keeps the body and says so, and a re-run once the ids are resolved redoes it.
+    error = cells(out["body_error"])[0]
+    assert isinstance(error, str) and error.startswith("partial: resolve abandoned: "), error
+    assert is_abandoned(error)
+    again = call("fetch_bodies", call("resolve", out, world), world)
+    assert cells(again["body_source"]) == ["europe_pmc"]
+    assert cells(again["body_error"]) == [None]
 
 
 def test_a_files_column_of_the_callers_own_is_not_taken_for_a_listing(

@@ -126,6 +126,64 @@ def test_body_paths_are_collision_free_and_deterministic(tmp_path: Path) -> None
     assert OutDir(tmp_path).body_path(ArticleIds(pmcid="PMC7000001"), "application/jats+xml") == a
 
 
+def test_a_bundle_whose_resolution_was_given_up_leaves_the_name_to_its_resolved_twin(
+    tmp_path: Path,
+) -> None:
+    jats = "application/jats+xml"
+    half = ArticleIds(pmcid="PMC7000001")  # its DOI and PMID were never learnt
+    whole = ArticleIds(pmcid="PMC7000001", pmid="30000001", doi="10.1000/x")
+    other = ArticleIds(pmcid="PMC7000001", pmid="30000009")  # contradicts `whole`
+
+    # Strictly by row order, the half-resolved first row would keep the plain name and
+    # its resolved twin get a hashed one: a name a run without faults never gives it.
+    out = OutDir(tmp_path)
+    out.reserve_bodies([half, whole, other], provisional=[0])
+    assert out.body_path(whole, jats).name == "PMC7000001.xml"
+    # The provisional bundle moves aside (its own file, until it is resolved) ...
+    assert out.body_path(half, jats).name.startswith("PMC7000001-")
+    # ... and a bundle contradicting the owner is another article: its own name.
+    assert out.body_path(other, jats).name.startswith("PMC7000001-")
+    assert len({out.body_path(b, jats) for b in (half, whole, other)}) == 3
+    # The names a fully resolved frame gives, whatever the rows resolved late.
+    clean = OutDir(tmp_path)
+    clean.reserve_bodies([whole, whole, other])
+    assert clean.body_path(whole, jats) == out.body_path(whole, jats)
+    assert clean.body_path(other, jats) == out.body_path(other, jats)
+
+    # Before a bundle it contradicts, a provisional one keeps the name, as by row order.
+    known = ArticleIds(pmcid="PMC7000001", pmid="30000001")
+    first = OutDir(tmp_path)
+    first.reserve_bodies([known, other], provisional=[0])
+    assert first.body_path(known, jats).name == "PMC7000001.xml"
+    assert first.body_path(other, jats).name.startswith("PMC7000001-")
+    # Nor does a bundle holding fewer ids take it over: the provisional one cannot become it.
+    book, chapter = ArticleIds(bookid="NBK100611"), ArticleIds(bookid="NBK100611", pmid="3")
+    shelf = OutDir(tmp_path)
+    shelf.reserve_bodies([chapter, book], provisional=[0])
+    assert shelf.body_path(chapter, jats).name == "NBK100611.xml"
+    assert shelf.body_path(book, jats).name.startswith("NBK100611-")
+
+
+def test_a_body_held_from_an_earlier_run_is_never_written_over_by_another_article(
+    tmp_path: Path,
+) -> None:
+    jats = "application/jats+xml"
+    mine = ArticleIds(pmcid="PMC7000001", pmid="30000001")
+    other = ArticleIds(pmcid="PMC7000001", pmid="30000009")
+    kept = str((tmp_path / "PMC7000001.xml").resolve())
+    # An earlier call wrote `mine` at the plain name; this one redoes `other`, which now
+    # comes first in row order (its resolution came late) and would take that name.
+    out = OutDir(tmp_path)
+    out.reserve_bodies([other, mine])
+    out.hold_body(mine, kept)
+    assert str(out.body_path(other, jats)) != kept
+    # The same article may still write there (a re-run replacing a lower rung's body).
+    again = OutDir(tmp_path)
+    again.reserve_bodies([mine, other])
+    again.hold_body(mine, kept)
+    assert str(again.body_path(mine, jats)) == kept
+
+
 def test_file_paths_for_hostile_upstream_names(tmp_path: Path) -> None:
     out = OutDir(tmp_path)
     ids = ArticleIds(pmcid="PMC7000001")

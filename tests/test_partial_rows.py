@@ -27,7 +27,15 @@ from litfetch_df.operations.fileset import list_files_tried, merge_listings
 from litfetch_df.operations.tried import Answer
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
-from tests.fakes.world import HOST_EBI, HOST_S3, HOST_UNPAYWALL, World
+from tests.fakes.world import (
+    HOST_EBI,
+    HOST_ELSEVIER,
+    HOST_NCBI,
+    HOST_OPENALEX,
+    HOST_S3,
+    HOST_UNPAYWALL,
+    World,
+)
 from tests.test_fileset import StubSource
 
 CONTACT = "me@lab.example"
@@ -201,3 +209,121 @@ async def test_a_held_answer_whose_lookup_was_given_up_counts_as_a_failure(
         async with session.scope() as scope:
             assert await scope.held(url) is None
             assert scope.failures == ()  # nothing held, nothing lost: not a failure
+
+
+# -- ids not resolved ------------------------------------------------------------------------------
+
+STEPS = ("resolve", "bodies", "files", "licences")
+
+
+async def test_a_row_found_with_ids_not_all_resolved_is_partial_and_a_rerun_redoes_it(
+    world: World, fake: FakeUpstream, corpus: Corpus, tmp_path: Path
+) -> None:
+    clean = await corpus.frame.lit.run_async(STEPS, out_dir=tmp_path / "clean", **config(fake))
+    outage = Outage(503)
+    fake.route(HOST_NCBI, r"/tools/idconv/.*", outage)
+    out = tmp_path / "faulted"
+    got = await corpus.frame.lit.run_async(STEPS, out_dir=out, **config(fake))
+
+    unresolved = got["resolve_error"].map(is_abandoned)
+    # A PMCID-only row: the PMC bucket lists its files by PMCID, but Unpaywall is asked
+    # by the DOI only the resolution would have given. Found, yet not all there.
+    lost = [
+        i
+        for i in got.index[unresolved]
+        if pd.isna(got.at[i, "doi"])
+        and any(f.source == "unpaywall" for f in clean.at[i, "files"])
+        and got.at[i, "n_files"] > 0
+    ]
+    assert lost, "no row lost Unpaywall's file to the failed resolution: the test tests nothing"
+    for i in lost:
+        for column in ("files_error", "body_error", "licence_error"):
+            error = got.at[i, column]
+            want = f"partial: resolve abandoned: HTTP 503 from {HOST_NCBI}"
+            assert isinstance(error, str) and error.startswith(want), (column, error)
+            assert [g.source for g in given_up_in(error)] == ["resolve"]
+    assert got.lit.summary().loc[("partial", "files"), "count"] >= len(lost)
+
+    outage.on = False
+    again = await got.lit.run_async(STEPS, out_dir=out, **config(fake))
+    # The same frame (body paths relative to their out_dir) and the same files.
+    for frame, root in ((again, out), (clean, tmp_path / "clean")):
+        frame["body_path"] = frame["body_path"].str.removeprefix(f"{root}/")
+    pd.testing.assert_frame_equal(again, clean)
+    assert tree(out) == tree(tmp_path / "clean")
+
+
+# -- held answers ----------------------------------------------------------------------------------
+
+
+async def test_a_lost_held_answer_is_partial_and_a_licences_rerun_looks_it_up_again(
+    fake: FakeUpstream,
+) -> None:
+    bigger = generate(2000, seed=9)
+    World(bigger.articles, keys=WORLD_KEYS).install(fake)
+    frame = bigger.frame.iloc[1650:1690].reset_index(drop=True)
+    clean = await frame.lit.run_async(STEPS, **config(fake))
+    # Rows whose access only Europe PMC's search record states (a PMCID alone: no DOI
+    # for Unpaywall); the record is read where held, from the bodies step's bulk search.
+    from_epmc = clean.index[clean["access_basis"].eq("europe_pmc").fillna(False)]
+    assert len(from_epmc) > 0, "no row reads Europe PMC's record: the test tests nothing"
+
+    outage = Outage(502)
+
+    def holdings_search(req: FakeRequest) -> FakeResponse | None:
+        # Only the bulk search by PMCID (the one the terms are read from) fails.
+        return outage(req) if "PMCID:" in (req.param("query") or "") else None
+
+    fake.route(HOST_EBI, r"/europepmc/webservices/rest/search", holdings_search)
+    got = await frame.lit.run_async(STEPS, **config(fake))
+    for i in from_epmc:
+        error = got.at[i, "licence_error"]
+        # Not "nothing known": the answer was lost, and the row says so.
+        assert isinstance(error, str) and is_abandoned(error), (i, error)
+        assert "(Europe PMC search)" in error, error
+
+    # The re-run redoes the licences of those rows only: the step alone asks nothing of
+    # Europe PMC in bulk, but a row that lost that answer makes the lookup again.
+    outage.on = False
+    again = await got.lit.run_async(STEPS, **config(fake))
+    pd.testing.assert_frame_equal(again, clean)
+
+
+async def test_a_body_kept_through_a_rerun_takes_the_name_its_resolved_ids_give(
+    world: World, fake: FakeUpstream, corpus: Corpus, tmp_path: Path
+) -> None:
+    clean = await corpus.frame.lit.run_async(STEPS, out_dir=tmp_path / "clean", **config(fake))
+    resolving = [Outage(503), Outage(503)]
+    fake.route(HOST_NCBI, r"/tools/idconv/.*", resolving[0])
+    fake.route(HOST_OPENALEX, r"/works.*", resolving[1])
+    out = tmp_path / "faulted"
+    got = await corpus.frame.lit.run_async(STEPS, out_dir=out, **config(fake))
+    # DOI-only rows whose Elsevier body was named by the DOI, the PMID not yet known.
+    renamed = [
+        i
+        for i in got.index[got["body_source"].eq("elsevier_oa").fillna(False)]
+        if isinstance(clean.at[i, "body_path"], str)
+        and Path(got.at[i, "body_path"]).name != Path(clean.at[i, "body_path"]).name
+    ]
+    assert renamed, "no body was named before its ids were resolved: the test tests nothing"
+
+    # Resolved now, but the rung that served is given up this time: the row keeps its
+    # body (partial), under the name its ids give now.
+    for outage in resolving:
+        outage.on = False
+    elsevier = Outage(503)
+    fake.route(HOST_ELSEVIER, r".*", elsevier)
+    kept = await got.lit.run_async(STEPS, out_dir=out, **config(fake))
+    for i in renamed:
+        assert is_partial(kept.at[i, "body_error"]), kept.at[i, "body_error"]
+        moved = Path(kept.at[i, "body_path"])
+        assert moved.name == Path(clean.at[i, "body_path"]).name
+        assert moved.read_bytes() == Path(clean.at[i, "body_path"]).read_bytes()
+        assert not Path(got.at[i, "body_path"]).exists()  # moved, not copied
+
+    elsevier.on = False
+    again = await kept.lit.run_async(STEPS, out_dir=out, **config(fake))
+    for frame, root in ((again, out), (clean, tmp_path / "clean")):
+        frame["body_path"] = frame["body_path"].str.removeprefix(f"{root}/")
+    pd.testing.assert_frame_equal(again, clean)
+    assert tree(out) == tree(tmp_path / "clean")

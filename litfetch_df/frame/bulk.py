@@ -43,7 +43,10 @@ call retries them, instead of falling back to hundreds of paced single
 requests. A chunk answered with anything else (a 400, a body of the wrong
 shape) primes nothing: its articles take the per-article path. The Europe PMC
 search and the Meta queries for OpenAccess only ever spare requests: a chunk
-they could not get primes nothing, and its articles are asked as before.
+they could not get primes nothing for the requests they spare, and its
+articles are asked as before; the answers read only where held (the
+one-PMCID search, OpenAlex's one-DOI filter) are primed with the failure, so
+a reader knows what it lost.
 
 Primed answers live for one step (:func:`primed` removes them on exit) and
 never reach the persistent cache; the bulk responses themselves are cached
@@ -72,7 +75,7 @@ from ..sources.springer import (
     SpringerFetcher,
     SpringerFileSource,
 )
-from .primers import PRIMERS, Service, may_prime
+from .primers import HELD_LOOKUPS, PRIMERS, Service, may_prime
 
 __all__ = [
     "Service",
@@ -81,6 +84,7 @@ __all__ = [
     "for_licences",
     "for_related",
     "for_service_terms",
+    "lost_terms_lookups",
     "may_prime",
     "prime",
     "primed",
@@ -165,6 +169,19 @@ def for_service_terms(contact: str | None) -> frozenset[Service]:
     if contact is None:
         services.add(Service.OPENALEX_TERMS)
     return frozenset(services)
+
+
+def lost_terms_lookups(error: object) -> frozenset[Service]:
+    """Return the held-answer lookups (:func:`for_service_terms`) an error cell says were lost.
+
+    A licence row whose held Semantic Scholar, Europe PMC or OpenAlex answer
+    was given up says so in its ``licence_error`` (the lookup's reason ends
+    ``(<lookup name>)``); a re-run must make that lookup again for the row,
+    since the licences step alone asks only Crossref in bulk.
+    """
+    if not isinstance(error, str):
+        return frozenset()
+    return frozenset(s for s, name in HELD_LOOKUPS.items() if f"({name})" in error)
 
 
 def for_related() -> frozenset[Service]:

@@ -107,6 +107,9 @@ class UnitStep:
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
         """Look at the step's plan before any unit runs (reserve names, warn once)."""
 
+    def keep_earlier(self, plan: Plan, earlier: Callable[[str], Sequence[object]]) -> None:
+        """On a re-run, see what the rows not redone keep (``earlier(column)``: its cells)."""
+
     def token(self, cells: Mapping[str, object]) -> Hashable:
         """Group a unit's rows by what they read: rows with equal tokens share one work."""
         return None
@@ -302,6 +305,8 @@ async def run_steps(
         planned.append(_Planned(step, plan, units_of(plan)))
     for p in planned:
         p.step.prepare(p.plan, ctx)
+        if p.plan.rerun:
+            p.step.keep_earlier(p.plan, functools.partial(previous, base))
 
     # Units in row order; each counts the rows any step does for it.
     rows_of: dict[ArticleIds, list[int]] = {}

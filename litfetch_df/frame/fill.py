@@ -5,7 +5,10 @@ a row it did not work on keeps what an earlier run of the step left (on a
 re-run) or gets NA. A row that found nothing while its ids were left
 unresolved (its resolution was abandoned) is abandoned too, not absent:
 with the missing ids the step might have found something, so a re-run
-retries it.
+retries it. One that found something that way is partial (``partial:
+resolve abandoned: <reason>``): the missing ids might have found more (a
+PMCID-only row lacks the DOI Unpaywall is asked by), so a re-run does it
+again, afresh, with the ids resolved by then.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import row_error, untagged
-from .outcome import Outcome, is_none, join, short
+from .outcome import RESOLVE, GivenUp, Outcome, ids_incomplete, is_none, join, partial_text, short
 from .plan import Plan
 from .table import previous, with_columns
 
@@ -63,11 +66,28 @@ def fill(
         row = cells(outcome.value) if outcome.value is not None else {}
         for c in names:
             values[c][i] = row.get(c)
-        error = outcome.error
         reason = plan.unresolved[i] if plan.unresolved else None
-        if error is None and reason is not None and (outcome.value is None or empty(outcome.value)):
-            cause = untagged(reason).removeprefix("abandoned: ")
-            error = f"abandoned: ids not resolved ({short(cause)})"
+        error = outcome.error if reason is None else _unresolved(outcome, reason, empty)
         errors[i] = join(plan.parse_errors[i], row_error(error, plan.bundles[i]))
     values[error_column] = errors
     return with_columns(frame, values, dtypes)
+
+
+def _unresolved(outcome: Outcome[Any], reason: str, empty: Callable[[Any], bool]) -> str | None:
+    """The error of a row whose resolution was abandoned (``reason``: its resolve cell)."""
+    error = outcome.error
+    if error is not None and not error.startswith("partial"):
+        return error  # abandoned or failed on its own account: retried or reported as it is
+    cause = _abandoned_part(reason)
+    if outcome.value is None or empty(outcome.value):
+        return error or f"abandoned: ids not resolved ({short(cause)})"
+    if ids_incomplete(error):
+        return error  # a later step read it from a body found with the same ids
+    return join(partial_text([GivenUp(RESOLVE, cause)]), error)
+
+
+def _abandoned_part(cell: str) -> str:
+    """The reason of a resolve cell's ``abandoned: …`` part (after any ``invalid …`` part)."""
+    parts = [p.strip() for p in untagged(cell).split(";")]
+    found = next((p for p in parts if p.startswith("abandoned")), untagged(cell))
+    return found.removeprefix("abandoned: ")

@@ -33,11 +33,13 @@ from .errors import compact, untagged
 
 __all__ = [
     "INTERRUPTED",
+    "RESOLVE",
     "GivenUp",
     "Outcome",
     "Partial",
     "attempt",
     "given_up_in",
+    "ids_incomplete",
     "is_abandoned",
     "is_none",
     "is_partial",
@@ -122,6 +124,21 @@ def given_up_in(error: object) -> tuple[GivenUp, ...]:
         if m:
             found.append(GivenUp(m.group(1), m.group(2)))
     return tuple(found)
+
+
+RESOLVE: Final = "resolve"
+"""The "source" a partial cell names when the row's ids were not all resolved.
+
+``partial: resolve abandoned: <reason>``: the step found something with the
+ids it had, but the row's resolution was given up, so an id that would have
+brought more (a DOI for Unpaywall, a PMCID for the PMC bucket) was missing.
+A re-run does such a row afresh, with the ids resolved by then.
+"""
+
+
+def ids_incomplete(error: object) -> bool:
+    """Return whether a partial cell says the row's ids were not all resolved (:data:`RESOLVE`)."""
+    return any(g.source == RESOLVE for g in given_up_in(error))
 
 
 def is_none(value: object) -> bool:

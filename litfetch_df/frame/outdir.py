@@ -19,7 +19,7 @@ import re
 import unicodedata
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -192,10 +192,18 @@ def remove_leftovers(root: Path) -> int:
     return removed
 
 
-def _identity(ids: ArticleIds) -> str:
+_Identity = tuple[str | None, str | None, str | None, str | None]
+
+
+def _identity(ids: ArticleIds) -> _Identity:
     """What names one article's body: its ids, the DOI case-folded as everywhere else."""
     doi = doi_key(ids.doi) if ids.doi else None
-    return repr((ids.pmid, ids.pmcid, doi, ids.bookid))
+    return (ids.pmid, ids.pmcid, doi, ids.bookid)
+
+
+def _covers(whole: _Identity, part: _Identity) -> bool:
+    """Whether ``part`` may be ``whole`` half resolved: every id it has, ``whole`` has too."""
+    return all(p is None or p == w for w, p in zip(whole, part, strict=True))
 
 
 class Names:
@@ -211,8 +219,10 @@ class Names:
     def __init__(self) -> None:
         self._claimed: dict[str, str] = {}
         # Body stems by article identity, and the identity owning each stem.
-        self._stems: dict[str, str] = {}
-        self._stem_owner: dict[str, str] = {}
+        self._stems: dict[_Identity, str] = {}
+        self._stem_owner: dict[str, _Identity] = {}
+        # Stems owned by a provisional bundle (its resolution was given up) for now.
+        self._tentative: set[str] = set()
 
     def _locate(self, parts: list[str]) -> str:
         """Return the location of the safe relative ``parts`` (raise if it leaves the root)."""
@@ -235,33 +245,64 @@ class Names:
         self._claimed[location] = identity
         return location
 
-    def reserve_bodies(self, bundles: Iterable[ArticleIds]) -> None:
+    def reserve_bodies(
+        self, bundles: Iterable[ArticleIds], provisional: Collection[int] = ()
+    ) -> None:
         """Decide the body name of every bundle, in the order given (a frame's row order).
 
         Called before any body is fetched, so that when two bundles share a stem
         the first row keeps the plain name whichever body arrives first, and a
         re-run of the same frame names every body as the first call did.
-        """
-        for ids in bundles:
-            if not ids.is_empty():
-                self._body_stem(ids)
 
-    def _body_stem(self, ids: ArticleIds) -> str:
+        ``provisional``: the positions of bundles whose resolution was given up
+        (ids missing). One holds a plain name only until a later bundle that
+        has every id it has (and more) claims it, then moves aside to a name of
+        its own: once resolved it may well be that bundle, and the name must be
+        the one a run without the failure gives both.
+        """
+        late = frozenset(provisional)
+        for i, ids in enumerate(bundles):
+            if not ids.is_empty():
+                self._body_stem(ids, provisional=i in late)
+
+    def _body_stem(self, ids: ArticleIds, *, provisional: bool = False) -> str:
         identity = _identity(ids)
         stem = self._stems.get(identity)
-        if stem is None:
-            stem = id_stem(ids)
-            if self._stem_owner.setdefault(stem, identity) != identity:
-                stem = f"{stem}-{_short_hash(identity)}"
-                self._stem_owner.setdefault(stem, identity)
-            self._stems[identity] = stem
+        if stem is not None:
+            return stem
+        stem = id_stem(ids)
+        owner = self._stem_owner.setdefault(stem, identity)
+        if owner == identity:
+            if provisional:
+                self._tentative.add(stem)
+        elif stem in self._tentative and not provisional and _covers(identity, owner):
+            # The provisional owner may be this article half resolved: this bundle takes
+            # the plain stem, the provisional one a name of its own.
+            self._tentative.discard(stem)
+            aside = f"{stem}-{_short_hash(repr(owner))}"
+            self._stem_owner.setdefault(aside, owner)
+            self._stems[owner] = aside
+            self._stem_owner[stem] = identity
+        else:
+            stem = f"{stem}-{_short_hash(repr(identity))}"
+            self._stem_owner.setdefault(stem, identity)
+        self._stems[identity] = stem
         return stem
+
+    def hold_body(self, ids: ArticleIds, location: str) -> None:
+        """Say a body an earlier run wrote at ``location`` for ``ids`` stays (not redone now).
+
+        Call after :meth:`reserve_bodies`. No other article's body is then
+        written there: one whose name became that location since (a row
+        resolved late, contradicting this one's ids) gets a name of its own.
+        """
+        self._claimed.setdefault(location, "body " + self._body_stem(ids))
 
     def body_location(self, ids: ArticleIds, media_type: str | None) -> str:
         """Return where an article body goes: ``<id stem><extension>`` under the root."""
         stem = self._body_stem(ids)
         name = safe_filename(stem + extension_for(media_type), fallback=stem)
-        return self._claim([name], _identity(ids))
+        return self._claim([name], "body " + stem)
 
     def file_location(self, ids: ArticleIds, file: File) -> str:
         """Return where a file-set member goes: ``<id stem>/<safe upstream filename>``."""

@@ -10,7 +10,7 @@ answer the :class:`Out` protocol the steps use.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
@@ -43,8 +43,14 @@ class Out(Protocol):
         """Return the location of the file ``name`` directly under the directory."""
         ...
 
-    def reserve_bodies(self, bundles: Iterable[ArticleIds]) -> None:
-        """Decide every bundle's body name in row order."""
+    def reserve_bodies(
+        self, bundles: Iterable[ArticleIds], provisional: Collection[int] = ()
+    ) -> None:
+        """Decide every bundle's body name in row order (``provisional``: half resolved)."""
+        ...
+
+    def hold_body(self, ids: ArticleIds, location: str) -> None:
+        """Keep any other article's body from being written at ``location`` (kept from before)."""
         ...
 
     def body_location(self, ids: ArticleIds, media_type: str | None) -> str:

@@ -15,7 +15,7 @@ import enum
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from .._http import get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid
@@ -51,9 +51,11 @@ from ..sources.springer import (
 )
 from ..sources.springer_batch import springer_batch_key, springer_batch_records
 
-__all__ = ["PRIMERS", "Service", "may_prime"]
+__all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime"]
 
 log = get_logger(__name__)
+
+V = TypeVar("V")
 
 _S2_FIELDS: Final = "openAccessPdf"
 """The field the per-article file source asks Semantic Scholar for."""
@@ -81,6 +83,15 @@ _PRIMED_URLS: Final[Mapping[Service, str]] = {
     Service.SPRINGER_OPEN_ACCESS: SPRINGER_OA_JATS_URL,
     Service.OPENALEX_TERMS: WORKS_URL,
 }
+
+
+HELD_LOOKUPS: Final[Mapping[Service, str]] = {
+    Service.SEMANTIC_SCHOLAR: "Semantic Scholar batch",
+    Service.EUROPE_PMC_FULL_TEXT: "Europe PMC search",
+    Service.OPENALEX_TERMS: "OpenAlex works",
+}
+"""The lookups whose answers are also read where held (service_terms), by the name their
+failure reason ends with (``"<why> (Europe PMC search)"``)."""
 
 
 def may_prime(service: Service, url: str) -> bool:
@@ -127,10 +138,10 @@ def _fail(session: Session, request: GetRequest, reason: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Lookup:
+class _Lookup(Generic[V]):
     """One service's bulk answer for a step's bundles, and the reason a failure gives."""
 
-    result: BulkResult[dict[str, Any]]
+    result: BulkResult[V]
     reason: str
 
     def prime(
@@ -138,7 +149,7 @@ class _Lookup:
         session: Session,
         request: GetRequest,
         index: int,
-        hit: Callable[[dict[str, Any]], bytes],
+        hit: Callable[[V], bytes],
         missing: tuple[int, bytes, tuple[tuple[str, str], ...]],
         keys: list[str],
     ) -> None:
@@ -163,9 +174,9 @@ class _Lookup:
 
 async def _look_up(
     session: Session,
-    run: Callable[[Session], Awaitable[BulkResult[dict[str, Any]]]],
+    run: Callable[[Session], Awaitable[BulkResult[V]]],
     what: str,
-) -> _Lookup:
+) -> _Lookup[V]:
     async with session.scope() as scope:
         result = await run(scope)
         failures = scope.failures
@@ -183,7 +194,7 @@ async def _prime_s2(
     found = await _look_up(
         session,
         lambda http: s2_batch_records(bundles, http, api_key=api_key),
-        "Semantic Scholar batch",
+        HELD_LOOKUPS[Service.SEMANTIC_SCHOLAR],
     )
     for i, ids in enumerate(bundles):
         request = s2_paper_request(ids, fields=_S2_FIELDS, api_key=api_key)
@@ -326,16 +337,22 @@ async def _prime_europe_pmc(
     credentials: Mapping[str, object],
     keys: list[str],
 ) -> None:
-    async with session.scope() as scope:
-        found = await holdings(bundles, scope)
+    what = HELD_LOOKUPS[Service.EUROPE_PMC_FULL_TEXT]
+    lookup = await _look_up(session, lambda http: holdings(bundles, http), what)
+    found = lookup.result
     primed: set[str] = set()
-    for ids, holding in zip(bundles, found.values, strict=True):
-        if holding is None or ids.pmcid is None:
+    for i, (ids, holding) in enumerate(zip(bundles, found.values, strict=True)):
+        if ids.pmcid is None or (holding is None and i not in found.abandoned):
             continue  # silence asks as before
         pmcid = parse_pmcid(ids.pmcid)
         if pmcid in primed:
             continue
         primed.add(pmcid)
+        if holding is None:
+            # Given up: the full-text request is asked as before, but a reader of the
+            # record's flags (service_terms) must learn it was lost, not read "nothing".
+            keys.append(_fail(session, pmcid_search_request([pmcid]), lookup.reason))
+            continue
         # The one-PMCID search, for readers of the record's flags (service_terms).
         answer = {"hitCount": 1, "resultList": {"result": [_lite_record(pmcid, holding)]}}
         keys.append(
@@ -367,16 +384,24 @@ async def _prime_openalex_terms(
     keys: list[str],
 ) -> None:
     api_key = usable_credential(credentials, "openalex_api_key")
-    async with session.scope() as scope:
-        found = await works_with_terms(bundles, scope, api_key=api_key)
-    for ids, work in zip(bundles, found.values, strict=True):
+    lookup = await _look_up(
+        session,
+        lambda http: works_with_terms(bundles, http, api_key=api_key),
+        HELD_LOOKUPS[Service.OPENALEX_TERMS],
+    )
+    found = lookup.result
+    for i, (ids, work) in enumerate(zip(bundles, found.values, strict=True)):
         key = terms_key(ids)
-        # Only a work OpenAlex answered is primed; a miss or a failure leaves nothing held.
-        if key is None or work is None:
+        # A work OpenAlex answered is primed, and a failure (so a reader knows it lost
+        # it); a miss leaves nothing held.
+        if key is None or (work is None and i not in found.abandoned):
             continue
         request = works_request(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
+        if work is None:
+            keys.append(_fail(session, request, lookup.reason))
+            continue
         answer = {"meta": {"count": 1}, "results": [work]}
         keys.append(_respond(session, request, 200, _json_bytes(answer), _JSON))
 

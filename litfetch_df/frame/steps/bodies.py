@@ -4,25 +4,29 @@ A body served by a lower rung because a higher one was given up after its
 retries is kept, and ``body_error`` says ``partial: <rung> abandoned:
 <reason>``; a re-run of the row asks only the rungs above the one that
 served, and a body one of them serves replaces the kept one (its file too).
+A row partial because its ids were not all resolved asks every rung again:
+with the ids it has now a rung may serve that could not before, and the
+body's name (chosen from the ids) may change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from ..._http import Http
 from ...files import Blob
+from ...ids import ArticleIds
 from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
-from ..outcome import GivenUp, Partial, is_partial
+from ..outcome import GivenUp, Partial, ids_incomplete, is_partial
 from ..outputs import Out
 from ..plan import Plan
-from ..urlout import size_of
+from ..urlout import read_location, size_of
 
 __all__ = ["BODY_COLUMNS", "BodiesStep", "Written"]
 
@@ -97,9 +101,22 @@ class BodiesStep(UnitStep):
         return bulk.for_fetchers(self.fetchers, self.credentials)
 
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
-        """Reserve every row's body name in row order, not in completion order."""
+        """Reserve every row's body name in row order, not in completion order.
+
+        Rows whose resolution was given up hold their ids provisionally.
+        """
         if self.out is not None:
-            self.out.reserve_bodies(plan.bundles)
+            late = [i for i, reason in enumerate(plan.unresolved) if reason is not None]
+            self.out.reserve_bodies(plan.bundles, late)
+
+    def keep_earlier(self, plan: Plan, earlier: Callable[[str], Sequence[object]]) -> None:
+        """Hold the files of the rows not redone: a row redone never writes over them."""
+        if self.out is None:
+            return
+        todo = frozenset(plan.todo)
+        for i, path in enumerate(earlier("body_path")):
+            if i not in todo and isinstance(path, str) and not plan.bundles[i].is_empty():
+                self.out.hold_body(plan.bundles[i], path)
 
     def resume_token(self, before: Mapping[str, object]) -> Hashable:
         """Rows re-run alike when they hold the same body from the same rung."""
@@ -114,13 +131,17 @@ class BodiesStep(UnitStep):
     async def work(self, http: Http, job: Job) -> Partial[Blob | Written | None]:
         """Fetch the body; with ``out``, write it and return where (bytes left in scratch).
 
-        On a partial row, only the rungs above the one that served are asked;
-        when none serves, the row keeps its body.
+        On a partial row, only the rungs above the one that served are asked
+        (every rung when the row's ids were incomplete); when none serves, the
+        row keeps its body.
         """
         from ...operations.ladder import fetch_body_tried
 
-        kept = _kept(job.before) if is_partial(job.before.get("body_error")) else None
+        error = job.before.get("body_error")
+        kept = _kept(job.before) if is_partial(error) else None
         above = kept.file.source if isinstance(kept, Blob) else (kept.source if kept else None)
+        if ids_incomplete(error):
+            above = None
         walk = await fetch_body_tried(
             http,
             job.ids,
@@ -132,6 +153,10 @@ class BodiesStep(UnitStep):
         lost = tuple(GivenUp(t.source, t.reason or "no answer") for t in walk.given_up)
         blob = walk.blob
         if blob is None:
+            if isinstance(kept, Written) and self.out is not None:
+                # Kept, but under the name the row's ids give now (they may have been
+                # resolved since it was written): a run without faults names it so.
+                kept = await asyncio.to_thread(_renamed, self.out, job.ids, kept)
             return Partial(kept, lost)
         if self.out is None:
             return Partial(blob, lost)
@@ -168,6 +193,20 @@ class BodiesStep(UnitStep):
         if isinstance(value, Blob):
             return value.file.source
         return value.source if isinstance(value, Written) else None
+
+
+def _renamed(out: Out, ids: ArticleIds, kept: Written) -> Written:
+    """``kept`` moved to where ``out`` names the body of ``ids`` now (as it was if unreadable)."""
+    location = out.body_location(ids, kept.media_type)
+    if location == kept.path:
+        return kept
+    try:
+        data = read_location(kept.path)
+    except OSError:
+        return kept  # gone or unreadable: the row keeps saying where it was
+    written = out.write_to(location, data)
+    out.remove(kept.path)
+    return dataclasses.replace(kept, path=written)
 
 
 def _kept(before: Mapping[str, object]) -> Blob | Written | None:

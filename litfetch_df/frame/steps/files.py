@@ -4,7 +4,8 @@ A source given up after its retries costs the row only that source's files:
 the row keeps the others' and says ``partial: <source> abandoned: <reason>``
 in ``files_error``; a re-run asks only the sources it names and merges their
 files with the ones the row holds, in the order a call asking every source
-gives.
+gives. A row partial because its ids were not all resolved is listed afresh:
+with the ids it has now, every source may answer otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ...operations.types import FileSource
 from .. import bulk
 from ..cells import file_set
 from ..engine import Job, UnitStep
-from ..outcome import GivenUp, Partial, given_up_in, is_partial
+from ..outcome import GivenUp, Partial, given_up_in, ids_incomplete, is_partial
 
 __all__ = ["FilesStep"]
 
@@ -74,7 +75,7 @@ class FilesStep(UnitStep):
         known: tuple[File, ...] = ()
         error = job.before.get("files_error")
         files = job.before.get("files")
-        if is_partial(error) and isinstance(files, tuple):
+        if is_partial(error) and not ids_incomplete(error) and isinstance(files, tuple):
             only = frozenset(g.source for g in given_up_in(error))
             known = tuple(f for f in files if isinstance(f, File))
         listing = await list_files_tried(

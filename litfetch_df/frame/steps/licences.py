@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import os
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Final, cast
 
 from ..._http import Http, get_logger
@@ -169,6 +169,10 @@ class LicencesStep(UnitStep):
 
     caller: str = "licences"
     credentials: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    # On a re-run, the held-answer lookups some row lost the first time (see keep_earlier).
+    _again: set[bulk.Service] = dataclasses.field(
+        default_factory=set, init=False, repr=False, compare=False
+    )
 
     @property
     def dtypes(self) -> Mapping[str, str]:
@@ -182,8 +186,20 @@ class LicencesStep(UnitStep):
         are read only where the call holds them anyway (in ``run()``, the
         bodies and file-set steps' lookups; else the persistent cache): asking
         for them here would cost requests for rows whose bytes already said it all.
+        A re-run adds the lookups its rows lost (see :meth:`keep_earlier`).
         """
-        return bulk.for_licences()
+        return bulk.for_licences() | self._again
+
+    def keep_earlier(self, plan: Plan, earlier: Callable[[str], Sequence[object]]) -> None:
+        """Make again the held-answer lookups a redone row lost (its error names them).
+
+        The terms read from Semantic Scholar, Europe PMC or OpenAlex answers
+        come from lookups other steps of the first call made; a row that lost
+        one is partial, and its re-run must hold that answer to read it.
+        """
+        errors = earlier(self.error_column)
+        for i in plan.todo:
+            self._again.update(bulk.lost_terms_lookups(errors[i]))
 
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
         """Warn once when rows with a DOI cannot ask Unpaywall (no contact)."""
