@@ -356,7 +356,8 @@ async def _run_units_gated(
 ) -> None:
     """Start the bulk lookups, then every unit, ``concurrency`` working at once; unprime.
 
-    A unit's result is added to ``results`` once all its steps are done.
+    A unit's result is added to ``results`` once all its steps are done, and
+    the answers primed for it alone are unprimed then; the rest at the end.
     """
     session = ctx.session
     credentials = dict(ctx.options.credentials)
@@ -365,7 +366,7 @@ async def _run_units_gated(
         for service in p.step.services():
             wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
 
-    keys: list[str] = []
+    keys = bulk.PrimedKeys(session)
     gates = Gates()
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
     bar = progress_bar(ctx, sum(len(r) for r in rows_of.values()), desc)
@@ -377,6 +378,8 @@ async def _run_units_gated(
                 found = await unit(UnitHttp(scope, gates, slot), scope, key)
         finally:
             slot.release()
+        # Its primed answers have had their last use (unless another unit shares them).
+        keys.release(key)
         results[key] = found
         outcomes = [o for per_step in found for o in per_step.values()]
         tag = None
