@@ -31,7 +31,7 @@ import asyncio
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import pandas as pd
 
@@ -49,7 +49,15 @@ from .plan import Plan, Units, parse_ids, plan_step, units_of
 from .progress import Progress
 from .table import previous
 
-__all__ = ["Job", "UnitStep", "progress_bar", "run_keyed", "run_steps", "run_units"]
+__all__ = [
+    "LIVE_UNITS_PER_SLOT",
+    "Job",
+    "UnitStep",
+    "progress_bar",
+    "run_keyed",
+    "run_steps",
+    "run_units",
+]
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
@@ -221,6 +229,9 @@ class _Planned:
     units: Units
 
 
+LIVE_UNITS_PER_SLOT: Final = 8
+"""Units started and not yet finished, per unit of ``concurrency``, waiting ones included."""
+
 _UnitResult = list[dict[int, Outcome[Any]]]
 """Per step of the call, the outcome of each of the unit's rows the step worked on."""
 
@@ -369,6 +380,10 @@ async def _run_units_gated(
     keys = bulk.PrimedKeys(session)
     gates = Gates()
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
+    # A unit waiting for a lookup gives its slot away, so without a second bound every unit
+    # of the table would be started (and held, with its scope and cells) while a slow lookup
+    # runs. This bounds the units started and not finished, parked ones included.
+    live = asyncio.Semaphore(max(1, ctx.options.concurrency) * LIVE_UNITS_PER_SLOT)
     bar = progress_bar(ctx, sum(len(r) for r in rows_of.values()), desc)
     lead = planned[0] if planned else None
 
@@ -378,6 +393,7 @@ async def _run_units_gated(
                 found = await unit(UnitHttp(scope, gates, slot), scope, key)
         finally:
             slot.release()
+            live.release()
         # Its primed answers have had their last use (unless another unit shares them).
         keys.release(key)
         results[key] = found
@@ -400,6 +416,7 @@ async def _run_units_gated(
                 gates.add(service, asyncio.create_task(lookup))
         async with asyncio.TaskGroup() as group:
             for key, rows in rows_of.items():
+                await live.acquire()
                 await slots.acquire()
                 group.create_task(one(key, Slot(slots), rows))
     finally:
