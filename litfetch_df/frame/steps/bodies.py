@@ -8,7 +8,6 @@ served, and a body one of them serves replaces the kept one (its file too).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
@@ -21,6 +20,7 @@ from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
+from ..offload import offload
 from ..outcome import GivenUp, Partial, is_partial
 from ..outdir import OutDir
 from ..plan import Plan
@@ -138,10 +138,10 @@ class BodiesStep(UnitStep):
             return Partial(blob, lost)
         path = self.out.body_path(job.ids, blob.file.media_type)
         # Disk writes leave the event loop free for the other units' requests.
-        written = await asyncio.to_thread(self.out.write, path, blob.content)
+        written = await offload(self.out.write, path, blob.content)
         if isinstance(kept, Written) and Path(kept.path) != written:
             # The lower rung's body had another name (another type): it is replaced, not kept.
-            await asyncio.to_thread(_remove, Path(kept.path), self.out.root)
+            await offload(_remove, Path(kept.path), self.out.root)
         job.scratch[WRITTEN_PATH] = str(written)
         job.scratch[WRITTEN_BLOB] = blob
         return Partial(
