@@ -112,6 +112,14 @@ class UnitStep:
         """The bulk lookups that answer this step's per-article requests in advance."""
         return frozenset()
 
+    def services_for(self, before: Mapping[str, object]) -> frozenset[bulk.Service]:
+        """The bulk lookups a re-run of a row needs, given its cells from the earlier run.
+
+        Asked only of a step that :attr:`resumes`, for the rows it does again;
+        the default is every one of :meth:`services`.
+        """
+        return self.services()
+
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
         """Look at the step's plan before any unit runs (reserve names, warn once)."""
 
@@ -350,8 +358,24 @@ async def run_steps(
                     found[s][i] = outcome
         return found
 
+    # The bulk lookups each step asks for, over the bundles that need them: a step that
+    # resumes may need fewer for a row it re-runs (a file-set missing one source only).
+    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
+    for s, p in enumerate(planned):
+        services = p.step.services()
+        if not services:
+            continue
+        if not (p.plan.rerun and p.step.resumes):
+            for service in services:
+                wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
+            continue
+        for i in sorted(p.units.todo):
+            bundle = p.units.first[p.units.row_key[i]]
+            for service in p.step.services_for(reads.own(s, i)) & services:
+                wanted.setdefault(service, {})[bundle] = None
+
     try:
-        await _run_units_gated(ctx, rows_of, planned, unit, results, desc)
+        await _run_units_gated(ctx, rows_of, planned, unit, results, desc, wanted)
     except asyncio.CancelledError:
         done = [dict(per_step) for per_step in results]
         offer_partial(lambda: _assemble(base, planned, done, missing=INTERRUPTED))
@@ -366,6 +390,7 @@ async def _run_units_gated(
     unit: Callable[[UnitHttp, Session, ArticleIds], Awaitable[_UnitResult]],
     results: _UnitResult,
     desc: str,
+    wanted: Mapping[bulk.Service, Mapping[ArticleIds, None]],
 ) -> None:
     """Start the bulk lookups, then every unit, ``concurrency`` working at once; unprime.
 
@@ -375,11 +400,6 @@ async def _run_units_gated(
     """
     session = ctx.session
     credentials = dict(ctx.options.credentials)
-    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
-    for p in planned:
-        for service in p.step.services():
-            wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
-
     keys = bulk.PrimedKeys(session)
     gates = Gates()
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
