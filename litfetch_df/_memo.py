@@ -32,7 +32,7 @@ from ._store import CachedResponse
 
 __all__ = ["DEFAULT_MEMO_BYTES", "ENTRY_OVERHEAD", "MAX_ANSWER_BYTES", "AnswerMemo"]
 
-DEFAULT_MEMO_BYTES: Final = 32 * 1024 * 1024
+DEFAULT_MEMO_BYTES: Final = 16 * 1024 * 1024
 """The memo's budget: what the answers it keeps may cost at most (see :meth:`AnswerMemo.cost`)."""
 
 MAX_ANSWER_BYTES: Final = 1024 * 1024

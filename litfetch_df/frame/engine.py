@@ -316,9 +316,11 @@ async def run_steps(
     if parsed is None:
         parsed = parse_ids(base, ctx.explicit)  # every step reads the same id columns
     planned: list[_Planned] = []
+    keys: dict[ArticleIds, ArticleIds] = {}
     for step in steps:
         plan = plan_step(base, ctx.explicit, step.error_column, force, parsed)
-        planned.append(_Planned(step, plan, units_of(plan)))
+        planned.append(_Planned(step, plan, units_of(plan, keys)))
+    del keys
     for p in planned:
         p.step.prepare(p.plan, ctx)
 
