@@ -237,7 +237,7 @@ class _Planned:
     units: Units
 
 
-LIVE_UNITS_PER_SLOT: Final = 8
+LIVE_UNITS_PER_SLOT: Final = 4
 """Units started and not yet finished, per unit of ``concurrency``, waiting ones included."""
 
 _UnitResult = list[dict[int, Outcome[Any]]]

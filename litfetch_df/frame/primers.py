@@ -16,7 +16,10 @@ import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from .._http import get_logger
+import httpx
+
+from .._http import BulkHttp, get_logger
+from .._store import Recalled
 from ..ids import ArticleIds, parse_doi, parse_pmcid
 from ..session import CachedResponse, Session
 from ..sources._common import GetRequest, usable_credential
@@ -228,24 +231,68 @@ def _prime_settled(
             keys.add(bundles[i], _respond(session, request, status, content, headers))
 
 
+class _ChunkScopes:
+    """The Http a streamed bulk lookup asks through: each request in a scope of its own.
+
+    One scope for the whole lookup would hold every chunk's response until the
+    last chunk is in; a scope per request lets each go once its chunk is
+    primed. The reasons of the requests given up are collected in
+    :attr:`failures`, in the order they end, as one scope would note them.
+    Per-id records go to the session (a :class:`~litfetch_df._store.RecordMemo`).
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.failures: list[str] = []
+
+    @property
+    def contact(self) -> str | None:
+        """The session's contact email."""
+        return self._session.contact
+
+    async def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        """The session's GET, in a scope of its own."""
+        async with self._session.scope() as scope:
+            try:
+                return await scope.get(url, **kwargs)
+            finally:
+                self.failures.extend(scope.failures)
+
+    async def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        """The session's POST, in a scope of its own."""
+        async with self._session.scope() as scope:
+            try:
+                return await scope.post(url, **kwargs)
+            finally:
+                self.failures.extend(scope.failures)
+
+    def recall_record(self, kind: str, key: str) -> Recalled | None:
+        """The session's stored answer about one id (see :meth:`Session.recall_record`)."""
+        return self._session.recall_record(kind, key)
+
+    def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
+        """Store an answer about one id in the session (see :meth:`Session.keep_record`)."""
+        self._session.keep_record(kind, key, value, secrets=secrets)
+
+
 async def _stream(
     session: Session,
-    run: Callable[[Session, Callable[[Settled[dict[str, Any]]], None]], Awaitable[None]],
+    run: Callable[[BulkHttp, Callable[[Settled[dict[str, Any]]], None]], Awaitable[None]],
     what: str,
     prime: Callable[[Settled[dict[str, Any]], Callable[[], str]], None],
 ) -> None:
-    """Run one service's bulk lookup in a scope, priming each answer as its chunk comes in.
+    """Run one service's bulk lookup, priming each answer as its chunk comes in.
 
-    A given-up chunk's reason is the first failure the lookup's scope noted
-    (its own, or an earlier chunk's), with ``what`` the lookup was.
+    A given-up chunk's reason is the first failure the lookup's requests
+    noted (its own, or an earlier chunk's), with ``what`` the lookup was.
     """
-    async with session.scope() as scope:
+    http = _ChunkScopes(session)
 
-        def reason() -> str:
-            failures = scope.failures
-            return f"{failures[0] if failures else 'no answer after retries'} ({what})"
+    def reason() -> str:
+        failures = http.failures
+        return f"{failures[0] if failures else 'no answer after retries'} ({what})"
 
-        await run(scope, lambda settled: prime(settled, reason))
+    await run(http, lambda settled: prime(settled, reason))
 
 
 async def _prime_s2(
