@@ -14,31 +14,42 @@ It keeps the first answers up to its budget and then keeps no more (no
 eviction): a table larger than the budget shares the records of its first
 rows, and an LRU would share none of them on a second pass in the same order.
 A persistent cache (``cache=``) shares everything, without a budget.
+
+The budget counts what an answer really costs in memory, not only its
+content: a table's many small records cost as much again in bookkeeping
+(the entry, its key, URL and headers), so counting content alone let the
+memo hold about twice its budget. Only the ``content-type`` header is kept,
+the one header a reader of a memo's answer looks at.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Final
 
 from ._store import CachedResponse
 
-__all__ = ["DEFAULT_MEMO_BYTES", "MAX_ANSWER_BYTES", "AnswerMemo"]
+__all__ = ["DEFAULT_MEMO_BYTES", "ENTRY_OVERHEAD", "MAX_ANSWER_BYTES", "AnswerMemo"]
 
-DEFAULT_MEMO_BYTES: Final = 32 * 1024 * 1024
-"""The memo's budget: the answers' bytes it keeps at most."""
+DEFAULT_MEMO_BYTES: Final = 16 * 1024 * 1024
+"""The memo's budget: what the answers it keeps may cost at most (see :meth:`AnswerMemo.cost`)."""
 
 MAX_ANSWER_BYTES: Final = 1024 * 1024
 """A larger answer (a body, a listing of thousands) is never kept."""
 
+ENTRY_OVERHEAD: Final = 400
+"""Bytes one kept answer costs besides its content, URL and headers (objects, key, slot)."""
+
 _KEPT_STATUSES: Final = frozenset({200, 404})
 
 
+def _content_type(entry: CachedResponse) -> tuple[tuple[str, str], ...]:
+    return tuple((n, v) for n, v in entry.headers if n.lower() == "content-type")[:1]
+
+
 def _is_json(entry: CachedResponse) -> bool:
-    for name, value in entry.headers:
-        if name.lower() == "content-type":
-            return "json" in value.lower()
-    return False
+    return any("json" in value.lower() for _, value in _content_type(entry))
 
 
 class AnswerMemo:
@@ -58,26 +69,41 @@ class AnswerMemo:
 
     @property
     def size_bytes(self) -> int:
-        """The bytes of the answers kept."""
+        """What the answers kept cost, as the budget counts it (see :meth:`cost`)."""
         return self._bytes
+
+    @staticmethod
+    def cost(entry: CachedResponse) -> int:
+        """Return what keeping ``entry`` costs against the budget: content and bookkeeping.
+
+        Its content, URL and ``content-type`` header, plus :data:`ENTRY_OVERHEAD`.
+        """
+        headers = sum(len(n) + len(v) for n, v in _content_type(entry))
+        return len(entry.content) + len(entry.url) + headers + ENTRY_OVERHEAD
 
     def load(self, key: str) -> CachedResponse | None:
         """Return the answer kept under ``key``, or ``None``."""
         return self._entries.get(key)
 
     def offer(self, key: str, entry: CachedResponse) -> bool:
-        """Keep ``entry`` if it is a small deterministic JSON answer that fits; say if kept."""
-        size = len(entry.content)
-        if entry.status_code not in _KEPT_STATUSES or size > MAX_ANSWER_BYTES:
+        """Keep ``entry`` if it is a small deterministic JSON answer that fits; say if kept.
+
+        What is kept has only the ``content-type`` header of ``entry``.
+        """
+        if entry.status_code not in _KEPT_STATUSES or len(entry.content) > MAX_ANSWER_BYTES:
             return False
         if not _is_json(entry):
             return False
+        size = self.cost(entry)
         with self._lock:
             if key in self._entries:
                 return True
             if self._bytes + size > self._max_bytes:
                 return False
-            self._entries[key] = entry
+            headers = _content_type(entry)
+            self._entries[key] = (
+                entry if headers == entry.headers else replace(entry, headers=headers)
+            )
             self._bytes += size
         return True
 

@@ -91,11 +91,12 @@ class _Primed:
     failure: str | None
     # The request as primed; its redacted URL is written only if a caller asks for it.
     url: str = ""
-    params: Mapping[str, str | int] | None = None
+    # As pairs, not a dict: a table primes tens of thousands of these.
+    params: tuple[tuple[str, str | int], ...] = ()
 
     def shown_url(self) -> str:
         """The primed request's URL with its query, credentials redacted."""
-        return redact_text(url_with_query(self.url, self.params))
+        return redact_text(url_with_query(self.url, dict(self.params)))
 
 
 @dataclass
@@ -459,7 +460,7 @@ class Session:
             )
         key = request_key(method, url, params, headers, follow_redirects, body)
         if response is not None:
-            self._shared.primed[key] = _Primed(response, None, url, dict(params or {}))
+            self._shared.primed[key] = _Primed(response, None, url, tuple((params or {}).items()))
         else:
             reason = " ".join(str(failure).split()) or "no answer"
             self._shared.primed[key] = _Primed(None, reason)

@@ -36,7 +36,8 @@ def answer(status: int = 200, size: int = 10, headers: Any = JSON) -> CachedResp
 
 
 def test_the_memo_keeps_small_deterministic_json_answers_within_its_budget() -> None:
-    memo = AnswerMemo(max_bytes=25)
+    one = AnswerMemo.cost(answer(200, 10))
+    memo = AnswerMemo(max_bytes=2 * one + 5)
     assert memo.offer("a", answer(200, 10))
     assert memo.offer("b", answer(404, 10))
     assert not memo.offer("c", answer(200, 10))  # over the budget: kept no more
@@ -44,7 +45,7 @@ def test_the_memo_keeps_small_deterministic_json_answers_within_its_budget() -> 
     assert not memo.offer("d", answer(503, 1))  # not deterministic
     assert not memo.offer("e", answer(200, 1, (("content-type", "application/pdf"),)))
     assert not AnswerMemo().offer("f", answer(200, 2 * 1024 * 1024))  # a body, not a record
-    assert len(memo) == 2 and memo.size_bytes == 20
+    assert len(memo) == 2 and memo.size_bytes == 2 * one
     memo.clear()
     assert len(memo) == 0 and memo.load("a") is None
 
@@ -143,3 +144,15 @@ async def test_a_session_shares_only_when_its_memo_is_on(fake: FakeUpstream) -> 
         await session.get(url)
         await session.get(url)
     assert fake.count(HOST_UNPAYWALL) == 3
+
+
+def test_the_budget_counts_what_an_answer_costs_besides_its_content() -> None:
+    # A table's small records cost as much again in bookkeeping as in content: a budget
+    # of content alone let the memo hold about twice what it was given.
+    many = [("date", "Tue, 01 Dec 2026 00:00:00 GMT"), ("server", "x"), *JSON]
+    entry = CachedResponse(200, tuple(many), b"x" * 100, "https://api.example/works/10.1/x")
+    memo = AnswerMemo(max_bytes=10 * 100)
+    kept = sum(memo.offer(str(i), entry) for i in range(10))
+    assert 0 < kept < 10 and memo.size_bytes <= 10 * 100
+    assert memo.size_bytes == kept * (100 + len(entry.url) + len("content-type") + 16 + 400)
+    assert memo.load("0") is not None and memo.load("0").headers == JSON  # type: ignore[union-attr]

@@ -28,11 +28,14 @@ from litfetch_df.operations.tried import Answer
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
 from tests.fakes.world import (
+    HOST_CROSSREF,
     HOST_EBI,
     HOST_ELSEVIER,
     HOST_NCBI,
     HOST_OPENALEX,
+    HOST_S2,
     HOST_S3,
+    HOST_SPRINGER,
     HOST_UNPAYWALL,
     World,
 )
@@ -107,6 +110,29 @@ async def test_a_given_up_file_source_leaves_a_partial_row_and_a_rerun_asks_only
     assert got.loc[partial, "pmcid"].notna().any()
     assert not fake.requests(HOST_S3)
     pd.testing.assert_frame_equal(again, clean)
+
+
+async def test_a_rerun_of_rows_partial_for_a_per_article_source_runs_no_bulk_lookup(
+    world: World, fake: FakeUpstream, corpus: Corpus
+) -> None:
+    clean = await corpus.frame.lit.list_files_async(**config(fake))
+    outage = Outage(500)
+    fake.route(HOST_UNPAYWALL, r"/v2/.+", outage)
+    got = await corpus.frame.lit.list_files_async(**config(fake))
+    partial = got["files_error"].map(is_partial)
+    assert partial.sum() >= 3
+    rows = got.loc[partial]
+
+    outage.on = False
+    fake.reset_log()
+    again = await rows.lit.list_files_async(**config(fake))
+    # Unpaywall has no bulk form: the Semantic Scholar, Crossref and Springer lookups
+    # would answer sources these rows do not ask again, so none of them is made.
+    assert not fake.requests(HOST_S2) and not fake.requests(HOST_CROSSREF)
+    assert not fake.requests(HOST_SPRINGER)
+    asked = {unquote(r.path.removeprefix("/v2/")).lower() for r in fake.requests(HOST_UNPAYWALL)}
+    assert asked == set(rows["doi"].str.lower())
+    pd.testing.assert_frame_equal(again, clean.loc[partial])
 
 
 async def test_list_files_tried_merges_as_a_call_asking_every_source() -> None:

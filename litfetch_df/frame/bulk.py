@@ -75,9 +75,10 @@ from ..sources.springer import (
     SpringerFetcher,
     SpringerFileSource,
 )
-from .primers import HELD_LOOKUPS, PRIMERS, Service, may_prime
+from .primers import HELD_LOOKUPS, PRIMERS, PrimedKeys, Service, may_prime
 
 __all__ = [
+    "PrimedKeys",
     "Service",
     "for_fetchers",
     "for_file_sources",
@@ -195,22 +196,24 @@ async def prime(
     services: Iterable[Service],
     *,
     credentials: Mapping[str, object] | None = None,
-    into: list[str] | None = None,
+    into: list[str] | PrimedKeys | None = None,
 ) -> list[str]:
     """Run the bulk lookups of ``services`` for ``bundles`` and prime ``session`` with them.
 
     The services (different hosts) are asked at once; each paces itself
-    through the session. Returns the primed request keys (for
-    :meth:`~litfetch_df.Session.unprime`), appended to ``into`` as they are
-    primed when given (so an interrupted call leaves nothing unaccounted for).
-    Does nothing with no bundles or no services, or when the private switch is
-    off. A service whose priming fails unexpectedly is logged and left to the
-    per-article path.
+    through the session, and primes each chunk's answers as soon as it is in.
+    Returns the primed request keys (for :meth:`~litfetch_df.Session.unprime`),
+    added to ``into`` as they are primed when given (so an interrupted call
+    leaves nothing unaccounted for); a :class:`PrimedKeys` also ties each
+    key to the bundle it answers, so a runner can unprime a unit's answers
+    when the unit is done. Does nothing with no bundles or no services, or
+    when the private switch is off. A service whose priming fails
+    unexpectedly is logged and left to the per-article path.
     """
-    keys: list[str] = [] if into is None else into
+    keys = into if isinstance(into, PrimedKeys) else PrimedKeys(session, into)
     chosen = [s for s in Service if s in frozenset(services)]
     if not _ENABLED or not bundles or not chosen:
-        return keys
+        return list(keys)
     creds = dict(credentials or {})
 
     async def one(service: Service) -> None:
@@ -230,7 +233,7 @@ async def prime(
         len(keys) - before,
         ", ".join(s.value for s in chosen),
     )
-    return keys
+    return list(keys)
 
 
 @contextlib.asynccontextmanager

@@ -31,7 +31,7 @@ import asyncio
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import pandas as pd
 
@@ -49,7 +49,15 @@ from .plan import Plan, Units, parse_ids, plan_step, units_of
 from .progress import Progress
 from .table import previous
 
-__all__ = ["Job", "UnitStep", "progress_bar", "run_keyed", "run_steps", "run_units"]
+__all__ = [
+    "LIVE_UNITS_PER_SLOT",
+    "Job",
+    "UnitStep",
+    "progress_bar",
+    "run_keyed",
+    "run_steps",
+    "run_units",
+]
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
@@ -103,6 +111,14 @@ class UnitStep:
     def services(self) -> frozenset[bulk.Service]:
         """The bulk lookups that answer this step's per-article requests in advance."""
         return frozenset()
+
+    def services_for(self, before: Mapping[str, object]) -> frozenset[bulk.Service]:
+        """The bulk lookups a re-run of a row needs, given its cells from the earlier run.
+
+        Asked only of a step that :attr:`resumes`, for the rows it does again;
+        the default is every one of :meth:`services`.
+        """
+        return self.services()
 
     def prepare(self, plan: Plan, ctx: CallContext) -> None:
         """Look at the step's plan before any unit runs (reserve names, warn once)."""
@@ -224,6 +240,9 @@ class _Planned:
     units: Units
 
 
+LIVE_UNITS_PER_SLOT: Final = 4
+"""Units started and not yet finished, per unit of ``concurrency``, waiting ones included."""
+
 _UnitResult = list[dict[int, Outcome[Any]]]
 """Per step of the call, the outcome of each of the unit's rows the step worked on."""
 
@@ -300,9 +319,11 @@ async def run_steps(
     if parsed is None:
         parsed = parse_ids(base, ctx.explicit)  # every step reads the same id columns
     planned: list[_Planned] = []
+    keys: dict[ArticleIds, ArticleIds] = {}
     for step in steps:
         plan = plan_step(base, ctx.explicit, step.error_column, force, parsed)
-        planned.append(_Planned(step, plan, units_of(plan)))
+        planned.append(_Planned(step, plan, units_of(plan, keys)))
+    del keys
     for p in planned:
         p.step.prepare(p.plan, ctx)
         if p.plan.rerun:
@@ -315,7 +336,9 @@ async def run_steps(
         rows_of.setdefault(key, []).append(i)
 
     reads = _Reads(base, planned)
-    results: dict[ArticleIds, _UnitResult] = {}
+    # Per step, the outcome of each row of a finished unit: one flat map per step, not a
+    # list of small maps per unit (which cost a table of 20,000 bundles some 15 MB).
+    results: _UnitResult = [{} for _ in planned]
 
     async def unit(http: UnitHttp, scope: Session, key: ArticleIds) -> _UnitResult:
         found: _UnitResult = [{} for _ in planned]
@@ -342,10 +365,26 @@ async def run_steps(
                     found[s][i] = outcome
         return found
 
+    # The bulk lookups each step asks for, over the bundles that need them: a step that
+    # resumes may need fewer for a row it re-runs (a file-set missing one source only).
+    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
+    for s, p in enumerate(planned):
+        services = p.step.services()
+        if not services:
+            continue
+        if not (p.plan.rerun and p.step.resumes):
+            for service in services:
+                wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
+            continue
+        for i in sorted(p.units.todo):
+            bundle = p.units.first[p.units.row_key[i]]
+            for service in p.step.services_for(reads.own(s, i)) & services:
+                wanted.setdefault(service, {})[bundle] = None
+
     try:
-        await _run_units_gated(ctx, rows_of, planned, unit, results, desc)
+        await _run_units_gated(ctx, rows_of, planned, unit, results, desc, wanted)
     except asyncio.CancelledError:
-        done = dict(results)
+        done = [dict(per_step) for per_step in results]
         offer_partial(lambda: _assemble(base, planned, done, missing=INTERRUPTED))
         raise
     return _assemble(base, planned, results)
@@ -356,23 +395,25 @@ async def _run_units_gated(
     rows_of: Mapping[ArticleIds, list[int]],
     planned: Sequence[_Planned],
     unit: Callable[[UnitHttp, Session, ArticleIds], Awaitable[_UnitResult]],
-    results: dict[ArticleIds, _UnitResult],
+    results: _UnitResult,
     desc: str,
+    wanted: Mapping[bulk.Service, Mapping[ArticleIds, None]],
 ) -> None:
     """Start the bulk lookups, then every unit, ``concurrency`` working at once; unprime.
 
-    A unit's result is added to ``results`` once all its steps are done.
+    A unit's outcomes are added to ``results`` (per step, by row) once all
+    its steps are done, and
+    the answers primed for it alone are unprimed then; the rest at the end.
     """
     session = ctx.session
     credentials = dict(ctx.options.credentials)
-    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
-    for p in planned:
-        for service in p.step.services():
-            wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
-
-    keys: list[str] = []
+    keys = bulk.PrimedKeys(session)
     gates = Gates()
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
+    # A unit waiting for a lookup gives its slot away, so without a second bound every unit
+    # of the table would be started (and held, with its scope and cells) while a slow lookup
+    # runs. This bounds the units started and not finished, parked ones included.
+    live = asyncio.Semaphore(max(1, ctx.options.concurrency) * LIVE_UNITS_PER_SLOT)
     bar = progress_bar(ctx, sum(len(r) for r in rows_of.values()), desc)
     lead = planned[0] if planned else None
 
@@ -382,7 +423,11 @@ async def _run_units_gated(
                 found = await unit(UnitHttp(scope, gates, slot), scope, key)
         finally:
             slot.release()
-        results[key] = found
+            live.release()
+        # Its primed answers have had their last use (unless another unit shares them).
+        keys.release(key)
+        for per_step, mine in zip(results, found, strict=True):
+            per_step.update(mine)
         outcomes = [o for per_step in found for o in per_step.values()]
         tag = None
         if lead is not None:
@@ -402,6 +447,7 @@ async def _run_units_gated(
                 gates.add(service, asyncio.create_task(lookup))
         async with asyncio.TaskGroup() as group:
             for key, rows in rows_of.items():
+                await live.acquire()
                 await slots.acquire()
                 group.create_task(one(key, Slot(slots), rows))
     finally:
@@ -415,20 +461,19 @@ async def _run_units_gated(
 def _assemble(
     base: pd.DataFrame,
     planned: Sequence[_Planned],
-    results: Mapping[ArticleIds, _UnitResult],
+    results: _UnitResult,
     *,
     missing: Outcome[Any] | None = None,
 ) -> pd.DataFrame:
-    """Add each step's columns in step order, each from its own outcomes.
+    """Add each step's columns in step order, each from its own outcomes (by step, by row).
 
-    A row whose unit has no result gets ``missing`` (``None``: left as it was).
+    A row whose unit has not finished gets ``missing`` (``None``: left as it was).
     """
     out = base
     for s, p in enumerate(planned):
 
-        def row_outcome(i: int, s: int = s, p: _Planned = p) -> Outcome[Any] | None:
-            found = results.get(p.units.row_key[i])
-            return found[s].get(i, missing) if found is not None else missing
+        def row_outcome(i: int, s: int = s) -> Outcome[Any] | None:
+            return results[s].get(i, missing)
 
         out = fill(
             out, p.plan, row_outcome, p.step.cells, p.step.dtypes, p.step.error_column, p.step.empty

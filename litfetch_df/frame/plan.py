@@ -90,13 +90,21 @@ def plan_step(
     return Plan(parsed.bundles, errors, todo, rerun, unresolved)
 
 
-def units_of(plan: Plan) -> Units:
-    """Group ``plan``'s rows to do by bundle key, in row order."""
+def units_of(plan: Plan, keys: dict[ArticleIds, ArticleIds] | None = None) -> Units:
+    """Group ``plan``'s rows to do by bundle key, in row order.
+
+    ``keys`` (bundle to key) is filled and reused, so the plans of one call's
+    steps share one key object per bundle instead of one per step.
+    """
+    keys = {} if keys is None else keys
     counts: dict[ArticleIds, int] = {}
     first: dict[ArticleIds, ArticleIds] = {}
     row_key: list[ArticleIds] = [ArticleIds()] * len(plan.bundles)
     for i in plan.todo:
-        key = bundle_key(plan.bundles[i])
+        bundle = plan.bundles[i]
+        key = keys.get(bundle)
+        if key is None:
+            key = keys[bundle] = bundle_key(bundle)
         row_key[i] = key
         counts[key] = counts.get(key, 0) + 1
         first.setdefault(key, plan.bundles[i])

@@ -13,17 +13,19 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Final
 
-from .._http import get_logger
+import httpx
+
+from .._http import BulkHttp, get_logger
+from .._store import Recalled
 from ..ids import ArticleIds, parse_doi, parse_pmcid
 from ..session import CachedResponse, Session
 from ..sources._common import GetRequest, usable_credential
-from ..sources.bulk import BulkResult
+from ..sources.bulk_recipe import Settled
 from ..sources.crossref import CROSSREF_WORKS_URL, crossref_work_request
-from ..sources.crossref_batch import crossref_batch_key, crossref_batch_records
+from ..sources.crossref_batch import crossref_batch_each
 from ..sources.europe_pmc import EUROPE_PMC_REST, full_text_request
 from ..sources.europe_pmc_search import (
     SEARCH_URL,
@@ -42,25 +44,30 @@ from ..sources.semantic_scholar import (
     S2_PAPER_URL,
     s2_paper_request,
 )
-from ..sources.semantic_scholar_batch import s2_batch_key, s2_batch_records
+from ..sources.semantic_scholar_batch import s2_batch_each
 from ..sources.springer import (
     SPRINGER_META_URL,
     SPRINGER_OA_JATS_URL,
     springer_meta_request,
     springer_oa_request,
 )
-from ..sources.springer_batch import springer_batch_key, springer_batch_records
+from ..sources.springer_batch import (
+    springer_batch_each,
+    springer_batch_key,
+    springer_batch_records,
+)
+from .columns import bundle_key
 
-__all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime"]
+__all__ = ["HELD_LOOKUPS", "PRIMERS", "PrimedKeys", "Service", "may_prime"]
 
 log = get_logger(__name__)
-
-V = TypeVar("V")
 
 _S2_FIELDS: Final = "openAccessPdf"
 """The field the per-article file source asks Semantic Scholar for."""
 
 _JSON: Final = (("content-type", "application/json"),)
+_Answer = tuple[int, bytes, tuple[tuple[str, str], ...]]
+"""A primed answer: status, content, headers."""
 _TEXT: Final = (("content-type", "text/plain;charset=utf-8"),)
 
 
@@ -92,6 +99,11 @@ HELD_LOOKUPS: Final[Mapping[Service, str]] = {
 }
 """The lookups whose answers are also read where held (service_terms), by the name their
 failure reason ends with (``"<why> (Europe PMC search)"``)."""
+
+
+def _reason(failures: Sequence[str], what: str) -> str:
+    """Why a lookup's given-up ids were lost: its first failure, and which lookup it was."""
+    return f"{failures[0] if failures else 'no answer after retries'} ({what})"
 
 
 def may_prime(service: Service, url: str) -> bool:
@@ -137,82 +149,194 @@ def _fail(session: Session, request: GetRequest, reason: str) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Lookup(Generic[V]):
-    """One service's bulk answer for a step's bundles, and the reason a failure gives."""
+class PrimedKeys:
+    """The request keys the bulk lookups primed, each tied to the bundles it answers.
 
-    result: BulkResult[V]
-    reason: str
+    A primer adds a key with the bundle it answers (:meth:`add`); the runner
+    calls :meth:`release` when a unit is done, and the keys no other unit
+    still needs are unprimed at once, so a long table holds the primed
+    answers of the units still to run, not of every row it has done. Every
+    key stays listed (iterating gives them all, in the order primed) for the
+    unprime at the end of the call, which also covers a key appended without a
+    bundle (:meth:`append`) and an interrupted call. A key primed for a unit
+    already done is unprimed as soon as it is added.
+    """
 
-    def prime(
-        self,
-        session: Session,
-        request: GetRequest,
-        index: int,
-        hit: Callable[[V], bytes],
-        missing: tuple[int, bytes, tuple[tuple[str, str], ...]],
-        keys: list[str],
-    ) -> None:
-        """Prime ``request`` with what this lookup said about the bundle at ``index``.
+    def __init__(self, session: Session, into: list[str] | None = None) -> None:
+        self._session = session
+        self._all: list[str] = [] if into is None else into
+        self._of: dict[ArticleIds, list[str]] = {}
+        self._users: dict[str, int] = {}
+        self._done: set[ArticleIds] = set()
 
-        Abandoned: a failure. A record: ``hit(record)`` as a 200 JSON answer.
-        No record, but a well-formed answer covered the bundle (now or from
-        the persistent cache, see ``BulkResult.answered``): ``missing``
-        (status, content, headers), the per-article "none". Otherwise nothing,
-        and the per-article request goes out as usual. The primed request's
-        key is appended to ``keys``.
-        """
-        record = self.result.values[index]
-        if index in self.result.abandoned:
-            keys.append(_fail(session, request, self.reason))
-        elif record is not None:
-            keys.append(_respond(session, request, 200, hit(record), _JSON))
-        elif index in self.result.answered:
-            status, content, headers = missing
-            keys.append(_respond(session, request, status, content, headers))
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all)
+
+    def append(self, key: str) -> None:
+        """List ``key`` with no bundle: it is unprimed at the end of the call."""
+        self._all.append(key)
+
+    def add(self, ids: ArticleIds, key: str) -> None:
+        """List ``key`` as an answer for the unit of ``ids`` (released with that unit)."""
+        self._all.append(key)
+        unit = bundle_key(ids)
+        if unit in self._done:
+            if key not in self._users:
+                self._session.unprime([key])
+            return
+        kept = self._of.setdefault(unit, [])
+        if key not in kept:
+            kept.append(key)
+            self._users[key] = self._users.get(key, 0) + 1
+
+    def release(self, unit: ArticleIds) -> None:
+        """The unit keyed ``unit`` is done: unprime the keys no unit still to run needs."""
+        self._done.add(unit)
+        gone: list[str] = []
+        for key in self._of.pop(unit, ()):
+            left = self._users[key] - 1
+            if left:
+                self._users[key] = left
+            else:
+                del self._users[key]
+                gone.append(key)
+        self._session.unprime(gone)
+
+    @property
+    def held(self) -> int:
+        """How many primed keys are still tied to a unit that has not run yet."""
+        return len(self._users)
 
 
-async def _look_up(
+def _prime_settled(
     session: Session,
-    run: Callable[[Session], Awaitable[BulkResult[V]]],
+    settled: Settled[dict[str, Any]],
+    requests: Callable[[ArticleIds], Sequence[GetRequest]],
+    bundles: Sequence[ArticleIds],
+    hit: Callable[[dict[str, Any]], bytes],
+    missing: Callable[[GetRequest], _Answer],
+    reason: Callable[[], str],
+    keys: PrimedKeys,
+) -> None:
+    """Prime every request of the bundles ``settled`` covers with what the lookup said.
+
+    Abandoned: a failure (``reason()``). A record: ``hit(record)`` as a 200
+    JSON answer, built once for all of them. No record, but a well-formed
+    answer covered the bundle (now or from the persistent cache):
+    ``missing(request)`` (status, content, headers), the per-article "none".
+    Otherwise nothing, and the per-article request goes out as usual.
+    """
+    record = settled.value
+    if settled.abandoned:
+        why = reason()
+        for i in settled.where:
+            for request in requests(bundles[i]):
+                keys.add(bundles[i], _fail(session, request, why))
+        return
+    if record is None and not settled.answered:
+        return
+    found = None if record is None else (200, hit(record), _JSON)
+    for i in settled.where:
+        for request in requests(bundles[i]):
+            status, content, headers = found if found is not None else missing(request)
+            keys.add(bundles[i], _respond(session, request, status, content, headers))
+
+
+class _ChunkScopes:
+    """The Http a streamed bulk lookup asks through: each request in a scope of its own.
+
+    One scope for the whole lookup would hold every chunk's response until the
+    last chunk is in; a scope per request lets each go once its chunk is
+    primed. The reasons of the requests given up are collected in
+    :attr:`failures`, in the order they end, as one scope would note them.
+    Per-id records go to the session (a :class:`~litfetch_df._store.RecordMemo`).
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.failures: list[str] = []
+
+    @property
+    def contact(self) -> str | None:
+        """The session's contact email."""
+        return self._session.contact
+
+    async def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        """The session's GET, in a scope of its own."""
+        async with self._session.scope() as scope:
+            try:
+                return await scope.get(url, **kwargs)
+            finally:
+                self.failures.extend(scope.failures)
+
+    async def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        """The session's POST, in a scope of its own."""
+        async with self._session.scope() as scope:
+            try:
+                return await scope.post(url, **kwargs)
+            finally:
+                self.failures.extend(scope.failures)
+
+    def recall_record(self, kind: str, key: str) -> Recalled | None:
+        """The session's stored answer about one id (see :meth:`Session.recall_record`)."""
+        return self._session.recall_record(kind, key)
+
+    def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
+        """Store an answer about one id in the session (see :meth:`Session.keep_record`)."""
+        self._session.keep_record(kind, key, value, secrets=secrets)
+
+
+async def _stream(
+    session: Session,
+    run: Callable[[BulkHttp, Callable[[Settled[dict[str, Any]]], None]], Awaitable[None]],
     what: str,
-) -> _Lookup[V]:
-    async with session.scope() as scope:
-        result = await run(scope)
-        failures = scope.failures
-    reason = f"{failures[0] if failures else 'no answer after retries'} ({what})"
-    return _Lookup(result, reason)
+    prime: Callable[[Settled[dict[str, Any]], Callable[[], str]], None],
+) -> None:
+    """Run one service's bulk lookup, priming each answer as its chunk comes in.
+
+    A given-up chunk's reason is the first failure the lookup's requests
+    noted (its own, or an earlier chunk's), with ``what`` the lookup was.
+    """
+    http = _ChunkScopes(session)
+
+    def reason() -> str:
+        return _reason(http.failures, what)
+
+    await run(http, lambda settled: prime(settled, reason))
 
 
 async def _prime_s2(
     session: Session,
     bundles: Sequence[ArticleIds],
     credentials: Mapping[str, object],
-    keys: list[str],
+    keys: PrimedKeys,
 ) -> None:
     api_key = usable_credential(credentials, "semantic_scholar_api_key")
-    found = await _look_up(
-        session,
-        lambda http: s2_batch_records(bundles, http, api_key=api_key),
-        HELD_LOOKUPS[Service.SEMANTIC_SCHOLAR],
-    )
-    for i, ids in enumerate(bundles):
+
+    def requests(ids: ArticleIds) -> list[GetRequest]:
         request = s2_paper_request(ids, fields=_S2_FIELDS, api_key=api_key)
-        batch_key = s2_batch_key(ids)
-        if request is None or batch_key is None:
-            continue
-        missing = {"error": f"Paper with id {request.url.removeprefix(S2_PAPER_URL)} not found"}
-        found.prime(
-            session,
-            request,
-            i,
-            # The single-paper answer carries paperId and the fields asked for.
-            lambda record: _json_bytes(
-                {"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)}
-            ),
-            (404, _json_bytes(missing), _JSON),
-            keys,
-        )
+        return [] if request is None else [request]
+
+    def hit(record: dict[str, Any]) -> bytes:
+        # The single-paper answer carries paperId and the fields asked for.
+        return _json_bytes({"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)})
+
+    def missing(request: GetRequest) -> _Answer:
+        paper = request.url.removeprefix(S2_PAPER_URL)
+        return 404, _json_bytes({"error": f"Paper with id {paper} not found"}), _JSON
+
+    def prime(settled: Settled[dict[str, Any]], reason: Callable[[], str]) -> None:
+        _prime_settled(session, settled, requests, bundles, hit, missing, reason, keys)
+
+    await _stream(
+        session,
+        lambda http, each: s2_batch_each(bundles, http, each, api_key=api_key),
+        HELD_LOOKUPS[Service.SEMANTIC_SCHOLAR],
+        prime,
+    )
 
 
 def _crossref_requests(ids: ArticleIds, contact: str | None) -> list[GetRequest]:
@@ -243,56 +367,57 @@ async def _prime_crossref(
     session: Session,
     bundles: Sequence[ArticleIds],
     credentials: Mapping[str, object],
-    keys: list[str],
+    keys: PrimedKeys,
 ) -> None:
-    found = await _look_up(
+    def requests(ids: ArticleIds) -> list[GetRequest]:
+        return _crossref_requests(ids, session.contact)
+
+    def hit(record: dict[str, Any]) -> bytes:
+        return _json_bytes({"status": "ok", "message-type": "work", "message": record})
+
+    def prime(settled: Settled[dict[str, Any]], reason: Callable[[], str]) -> None:
+        _prime_settled(session, settled, requests, bundles, hit, lambda _: _NOT_FOUND, reason, keys)
+
+    await _stream(
         session,
-        lambda http: crossref_batch_records(bundles, http),
+        lambda http, each: crossref_batch_each(bundles, http, each),
         "Crossref works list",
+        prime,
     )
-    for i, ids in enumerate(bundles):
-        batch_key = crossref_batch_key(ids)
-        if batch_key is None:
-            continue
-        for request in _crossref_requests(ids, session.contact):
-            found.prime(
-                session,
-                request,
-                i,
-                lambda record: _json_bytes(
-                    {"status": "ok", "message-type": "work", "message": record}
-                ),
-                (404, b"Resource not found.", _TEXT),
-                keys,
-            )
+
+
+_NOT_FOUND: Final = (404, b"Resource not found.", _TEXT)
+"""Crossref's answer for a DOI it does not know."""
 
 
 async def _prime_springer(
     session: Session,
     bundles: Sequence[ArticleIds],
     credentials: Mapping[str, object],
-    keys: list[str],
+    keys: PrimedKeys,
 ) -> None:
     api_key = usable_credential(credentials, "springer_meta_api_key")
     if api_key is None:
         return  # the per-article source makes no request without a key
-    found = await _look_up(
-        session,
-        lambda http: springer_batch_records(bundles, http, credentials=credentials),
-        "Springer Meta query",
-    )
-    for i, ids in enumerate(bundles):
+
+    def requests(ids: ArticleIds) -> list[GetRequest]:
         batch_key = springer_batch_key(ids)
-        if batch_key is None:
-            continue
-        found.prime(
-            session,
-            springer_meta_request(batch_key.wire, api_key),
-            i,
-            lambda record: _json_bytes({"records": [record], "facets": []}),
-            (200, _json_bytes({"records": [], "facets": []}), _JSON),
-            keys,
-        )
+        return [] if batch_key is None else [springer_meta_request(batch_key.wire, api_key)]
+
+    def hit(record: dict[str, Any]) -> bytes:
+        return _json_bytes({"records": [record], "facets": []})
+
+    none = (200, _json_bytes({"records": [], "facets": []}), _JSON)
+
+    def prime(settled: Settled[dict[str, Any]], reason: Callable[[], str]) -> None:
+        _prime_settled(session, settled, requests, bundles, hit, lambda _: none, reason, keys)
+
+    await _stream(
+        session,
+        lambda http, each: springer_batch_each(bundles, http, each, credentials=credentials),
+        "Springer Meta query",
+        prime,
+    )
 
 
 # What the OpenAccess JATS API answers for a DOI it serves no open-access article for.
@@ -308,7 +433,7 @@ async def _prime_springer_open_access(
     session: Session,
     bundles: Sequence[ArticleIds],
     credentials: Mapping[str, object],
-    keys: list[str],
+    keys: PrimedKeys,
 ) -> None:
     api_key = usable_credential(credentials, "springer_api_key")
     if api_key is None or usable_credential(credentials, "springer_meta_api_key") is None:
@@ -320,10 +445,11 @@ async def _prime_springer_open_access(
         # Only a record that calls the article subscription content spares the request.
         if batch_key is None or record is None or record.get("openaccess") != "false":
             continue
-        keys.append(
+        keys.add(
+            ids,
             _respond(
                 session, springer_oa_request(batch_key.wire, api_key), 200, _NO_OPEN_ACCESS, _XML
-            )
+            ),
         )
 
 
@@ -335,32 +461,37 @@ async def _prime_europe_pmc(
     session: Session,
     bundles: Sequence[ArticleIds],
     credentials: Mapping[str, object],
-    keys: list[str],
+    keys: PrimedKeys,
 ) -> None:
-    what = HELD_LOOKUPS[Service.EUROPE_PMC_FULL_TEXT]
-    lookup = await _look_up(session, lambda http: holdings(bundles, http), what)
-    found = lookup.result
-    primed: set[str] = set()
+    async with session.scope() as scope:
+        found = await holdings(bundles, scope)
+        failures = list(scope.failures)
+    primed: dict[str, list[str]] = {}
     for i, (ids, holding) in enumerate(zip(bundles, found.values, strict=True)):
         if ids.pmcid is None or (holding is None and i not in found.abandoned):
             continue  # silence asks as before
         pmcid = parse_pmcid(ids.pmcid)
         if pmcid in primed:
+            # Primed already: this bundle's unit reads the same answers.
+            for key in primed[pmcid]:
+                keys.add(ids, key)
             continue
-        primed.add(pmcid)
         if holding is None:
             # Given up: the full-text request is asked as before, but a reader of the
             # record's flags (service_terms) must learn it was lost, not read "nothing".
-            keys.append(_fail(session, pmcid_search_request([pmcid]), lookup.reason))
-            continue
-        # The one-PMCID search, for readers of the record's flags (service_terms).
-        answer = {"hitCount": 1, "resultList": {"result": [_lite_record(pmcid, holding)]}}
-        keys.append(
-            _respond(session, pmcid_search_request([pmcid]), 200, _json_bytes(answer), _JSON)
-        )
-        # Only a record that says "no full text" spares the full-text request.
-        if holding.lacks_full_text:
-            keys.append(_respond(session, full_text_request(pmcid), 404, _NO_FULL_TEXT, _TEXT))
+            why = _reason(failures, HELD_LOOKUPS[Service.EUROPE_PMC_FULL_TEXT])
+            made = [_fail(session, pmcid_search_request([pmcid]), why)]
+        else:
+            # The one-PMCID search, for readers of the record's flags (service_terms).
+            answer = {"hitCount": 1, "resultList": {"result": [_lite_record(pmcid, holding)]}}
+            search = pmcid_search_request([pmcid])
+            made = [_respond(session, search, 200, _json_bytes(answer), _JSON)]
+            # Only a record that says "no full text" spares the full-text request.
+            if holding.lacks_full_text:
+                made.append(_respond(session, full_text_request(pmcid), 404, _NO_FULL_TEXT, _TEXT))
+        primed[pmcid] = made
+        for key in made:
+            keys.add(ids, key)
 
 
 def _lite_record(pmcid: str, holding: EuropePmcHolding) -> dict[str, str]:
@@ -381,15 +512,12 @@ async def _prime_openalex_terms(
     session: Session,
     bundles: Sequence[ArticleIds],
     credentials: Mapping[str, object],
-    keys: list[str],
+    keys: PrimedKeys,
 ) -> None:
     api_key = usable_credential(credentials, "openalex_api_key")
-    lookup = await _look_up(
-        session,
-        lambda http: works_with_terms(bundles, http, api_key=api_key),
-        HELD_LOOKUPS[Service.OPENALEX_TERMS],
-    )
-    found = lookup.result
+    async with session.scope() as scope:
+        found = await works_with_terms(bundles, scope, api_key=api_key)
+        failures = list(scope.failures)
     for i, (ids, work) in enumerate(zip(bundles, found.values, strict=True)):
         key = terms_key(ids)
         # A work OpenAlex answered is primed, and a failure (so a reader knows it lost
@@ -400,10 +528,11 @@ async def _prime_openalex_terms(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
         if work is None:
-            keys.append(_fail(session, request, lookup.reason))
+            why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
+            keys.add(ids, _fail(session, request, why))
             continue
         answer = {"meta": {"count": 1}, "results": [work]}
-        keys.append(_respond(session, request, 200, _json_bytes(answer), _JSON))
+        keys.add(ids, _respond(session, request, 200, _json_bytes(answer), _JSON))
 
 
 PRIMERS: Final = {

@@ -55,8 +55,10 @@ __all__ = [
     "BulkResult",
     "ChunkLookup",
     "IdRecords",
+    "Settled",
     "Unusable",
     "bulk_lookup",
+    "bulk_stream",
     "chunk_answer",
     "chunked",
     "distinct_keys",
@@ -249,37 +251,81 @@ async def bulk_lookup(
     chunks ``lookup`` reported unanswered, and as answered the indices of
     keys a well-formed answer (now or in the cache) covered.
     """
-    store = memo if records is not None and isinstance(memo, RecordMemo) else None
     values: list[T | None] = [None] * len(keys)
+    abandoned: set[int] = set()
     answered: set[int] = set()
+
+    def note(settled: Settled[T]) -> None:
+        for i in settled.where:
+            values[i] = settled.value
+        if settled.abandoned:
+            abandoned.update(settled.where)
+        if settled.answered:
+            answered.update(settled.where)
+
+    await bulk_stream(keys, lookup, note, cap=cap, alone=alone, records=records, memo=memo)
+    return BulkResult(tuple(values), frozenset(abandoned), frozenset(answered))
+
+
+@dataclass(frozen=True, slots=True)
+class Settled(Generic[T_co]):
+    """What a bulk lookup learned about one distinct key, for every index sharing it.
+
+    ``value``: the answer (``None``: absent, unusable or abandoned).
+    ``abandoned``: its chunk was never answered. ``answered``: a well-formed
+    answer (now or from the persistent cache) covered it, so a ``None`` value
+    means "no such id".
+    """
+
+    where: tuple[int, ...]
+    value: T_co | None
+    abandoned: bool = False
+    answered: bool = False
+
+
+async def bulk_stream(
+    keys: Sequence[BulkKey | None],
+    lookup: ChunkLookup[T],
+    each: Callable[[Settled[T]], None],
+    *,
+    cap: int,
+    alone: Callable[[str], bool] = _never,
+    records: IdRecords[T] | None = None,
+    memo: object = None,
+) -> None:
+    """:func:`bulk_lookup`, handing each key's answer to ``each`` as soon as its chunk is in.
+
+    Keys recalled from the persistent cache are handed over first, then each
+    chunk's keys when its answer arrives (in completion order). Nothing is
+    kept here once handed over, so a caller that uses each answer and drops
+    it holds one chunk's decoded answer at a time, not the whole table's.
+    Indices without a key (not applicable) are never handed over.
+    """
+    store = memo if records is not None and isinstance(memo, RecordMemo) else None
     asked: dict[str, tuple[str, list[int]]] = {}
     for key, (wire, where) in distinct_keys(keys).items():
         known, value = records.recall(store, key) if records is not None else (False, None)
         if not known:
             asked[wire] = (key, where)
             continue
-        answered.update(where)
-        for i in where:
-            values[i] = value
+        each(Settled(tuple(where), value, answered=True))
     listed = [wire for wire in asked if not alone(wire)]
     chunks = chunked(listed, cap) + [[wire] for wire in asked if alone(wire)]
-    answers = await asyncio.gather(*(lookup(chunk) for chunk in chunks))
-    abandoned: set[int] = set()
-    for chunk, answer in zip(chunks, answers, strict=True):
+
+    async def one(chunk: list[str]) -> None:
+        answer = await lookup(chunk)
         for wire in chunk:
             key, where = asked[wire]
             if answer is None:
-                abandoned.update(where)
+                each(Settled(tuple(where), None, abandoned=True))
                 continue
             found = answer.get(wire)
-            if not isinstance(answer, Unusable):
-                answered.update(where)
-                if records is not None:
-                    records.keep(store, key, found)
-            if found is not None:
-                for i in where:
-                    values[i] = found
-    return BulkResult(tuple(values), frozenset(abandoned), frozenset(answered))
+            covered = not isinstance(answer, Unusable)
+            if covered and records is not None:
+                records.keep(store, key, found)
+            each(Settled(tuple(where), found, answered=covered))
+
+    await asyncio.gather(*(one(chunk) for chunk in chunks))
 
 
 async def chunk_answer(

@@ -16,7 +16,7 @@ locator among them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
@@ -27,7 +27,9 @@ from .bulk_recipe import (
     BulkKey,
     BulkResult,
     IdRecords,
+    Settled,
     bulk_lookup,
+    bulk_stream,
     chunk_answer,
     json_object_record,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "CROSSREF_BATCH_SELECT",
     "CROSSREF_LIST_URL",
     "CROSSREF_RECORD_KIND",
+    "crossref_batch_each",
     "crossref_batch_files",
     "crossref_batch_key",
     "crossref_batch_records",
@@ -167,15 +170,39 @@ async def crossref_batch_records(
     are the same object: do not mutate them.
     """
 
+    keys = [crossref_batch_key(ids) for ids in batch]
+    return await bulk_lookup(
+        keys, _lookup(http), cap=CROSSREF_BATCH_CAP, alone=_alone, records=_RECORDS, memo=http
+    )
+
+
+async def crossref_batch_each(
+    batch: Sequence[ArticleIds], http: Http, each: Callable[[Settled[dict[str, Any]]], None]
+) -> None:
+    """:func:`crossref_batch_records`, handing each DOI's answer to ``each`` as its chunk is in.
+
+    The same requests; nothing is kept once handed over (see
+    :func:`~.bulk_recipe.bulk_stream`), so a caller holds one chunk's records at a time.
+    """
+    keys = [crossref_batch_key(ids) for ids in batch]
+    await bulk_stream(
+        keys,
+        _lookup(http),
+        each,
+        cap=CROSSREF_BATCH_CAP,
+        alone=_alone,
+        records=_RECORDS,
+        memo=http,
+    )
+
+
+def _lookup(http: Http) -> Callable[[list[str]], Awaitable[dict[str, dict[str, Any]] | None]]:
     async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
         if len(dois) == 1:
             return await _single(http, dois[0])
         return await _listed(http, dois)
 
-    keys = [crossref_batch_key(ids) for ids in batch]
-    return await bulk_lookup(
-        keys, lookup, cap=CROSSREF_BATCH_CAP, alone=_alone, records=_RECORDS, memo=http
-    )
+    return lookup
 
 
 async def crossref_batch_files(

@@ -15,7 +15,7 @@ so a row's answer equals the per-article one on the same upstream data.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from .._http import BulkHttp, Http, Rate, get_logger
@@ -25,8 +25,11 @@ from ._common import usable_credential, usable_text
 from .bulk_recipe import (
     BulkKey,
     BulkResult,
+    ChunkLookup,
     IdRecords,
+    Settled,
     bulk_lookup,
+    bulk_stream,
     chunk_answer,
     distinct_keys,
     json_object_record,
@@ -44,6 +47,7 @@ __all__ = [
     "S2_BATCH_URL",
     "S2_RECORD_KIND",
     "SemanticScholarBatchResolver",
+    "s2_batch_each",
     "s2_batch_files",
     "s2_batch_key",
     "s2_batch_records",
@@ -117,12 +121,38 @@ async def _records(
         raise TypeError("a Semantic Scholar batch needs an Http that can post (a Session)")
     key = usable_text(api_key)
 
+    lookup, records = _recipe(http, key)
+    return await bulk_lookup(keys, lookup, cap=S2_BATCH_CAP, records=records, memo=http)
+
+
+def _recipe(
+    http: BulkHttp, key: str | None
+) -> tuple[ChunkLookup[dict[str, Any]], IdRecords[dict[str, Any]]]:
     async def lookup(ids: list[str]) -> dict[str, dict[str, Any]] | None:
         return await _post_chunk(http, ids, key)
 
     # The key changes the pace, not the answer: records are shared with and without one.
     records = IdRecords(S2_RECORD_KIND, dict, json_object_record, () if key is None else (key,))
-    return await bulk_lookup(keys, lookup, cap=S2_BATCH_CAP, records=records, memo=http)
+    return lookup, records
+
+
+async def s2_batch_each(
+    batch: Sequence[ArticleIds],
+    http: BulkHttp,
+    each: Callable[[Settled[dict[str, Any]]], None],
+    *,
+    api_key: str | None = None,
+) -> None:
+    """:func:`s2_batch_records`, handing each id's answer to ``each`` as its chunk is in.
+
+    The same requests; nothing is kept once handed over (see
+    :func:`~.bulk_recipe.bulk_stream`), so a caller holds one chunk's records at a time.
+    """
+    if not isinstance(http, BulkHttp):
+        raise TypeError("a Semantic Scholar batch needs an Http that can post (a Session)")
+    lookup, records = _recipe(http, usable_text(api_key))
+    keys = [s2_batch_key(ids) for ids in batch]
+    await bulk_stream(keys, lookup, each, cap=S2_BATCH_CAP, records=records, memo=http)
 
 
 async def s2_batch_records(

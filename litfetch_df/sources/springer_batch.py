@@ -21,7 +21,7 @@ is dropped), and never in a repr.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
@@ -31,8 +31,11 @@ from ._common import usable_credential
 from .bulk_recipe import (
     BulkKey,
     BulkResult,
+    ChunkLookup,
     IdRecords,
+    Settled,
     bulk_lookup,
+    bulk_stream,
     chunk_answer,
     json_object_record,
 )
@@ -41,6 +44,7 @@ from .springer import SPRINGER_META_URL, springer_meta_files, springer_serves
 __all__ = [
     "SPRINGER_BATCH_CAP",
     "SPRINGER_RECORD_KIND",
+    "springer_batch_each",
     "springer_batch_files",
     "springer_batch_key",
     "springer_batch_records",
@@ -147,15 +151,41 @@ async def springer_batch_records(
     if key is None:
         return BulkResult.empty(len(batch))
 
-    async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
-        return await _chunk(http, dois, key)
-
     keys = [springer_batch_key(ids) for ids in batch]
-    # A record echoing the key is never kept (IdRecords.secrets): it is asked again instead.
-    records = IdRecords(SPRINGER_RECORD_KIND, dict, json_object_record, (key,))
+    lookup, records = _recipe(http, key)
     return await bulk_lookup(
         keys, lookup, cap=SPRINGER_BATCH_CAP, alone=_alone, records=records, memo=http
     )
+
+
+async def springer_batch_each(
+    batch: Sequence[ArticleIds],
+    http: Http,
+    each: Callable[[Settled[dict[str, Any]]], None],
+    *,
+    credentials: Mapping[str, object] | None = None,
+) -> None:
+    """:func:`springer_batch_records`, handing each DOI's answer to ``each`` as its chunk is in.
+
+    The same requests (none without the key); nothing is kept once handed
+    over (see :func:`~.bulk_recipe.bulk_stream`).
+    """
+    key = usable_credential(credentials, _CREDENTIAL)
+    if key is None:
+        return
+    lookup, records = _recipe(http, key)
+    keys = [springer_batch_key(ids) for ids in batch]
+    await bulk_stream(
+        keys, lookup, each, cap=SPRINGER_BATCH_CAP, alone=_alone, records=records, memo=http
+    )
+
+
+def _recipe(http: Http, key: str) -> tuple[ChunkLookup[dict[str, Any]], IdRecords[dict[str, Any]]]:
+    async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
+        return await _chunk(http, dois, key)
+
+    # A record echoing the key is never kept (IdRecords.secrets): it is asked again instead.
+    return lookup, IdRecords(SPRINGER_RECORD_KIND, dict, json_object_record, (key,))
 
 
 async def springer_batch_files(

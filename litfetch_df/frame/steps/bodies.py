@@ -11,7 +11,6 @@ body's name (chosen from the ids) may change.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Final
@@ -23,6 +22,7 @@ from ...operations.types import Fetcher
 from .. import bulk
 from ..context import CallContext
 from ..engine import Job, UnitStep
+from ..offload import offload
 from ..outcome import GivenUp, Partial, ids_incomplete, is_partial
 from ..outputs import Out
 from ..plan import Plan
@@ -156,16 +156,16 @@ class BodiesStep(UnitStep):
             if isinstance(kept, Written) and self.out is not None:
                 # Kept, but under the name the row's ids give now (they may have been
                 # resolved since it was written): a run without faults names it so.
-                kept = await asyncio.to_thread(_renamed, self.out, job.ids, kept)
+                kept = await offload(_renamed, self.out, job.ids, kept)
             return Partial(kept, lost)
         if self.out is None:
             return Partial(blob, lost)
         location = self.out.body_location(job.ids, blob.file.media_type)
         # Writes leave the event loop free for the other units' requests.
-        written = await asyncio.to_thread(self.out.write_to, location, blob.content)
+        written = await offload(self.out.write_to, location, blob.content)
         if isinstance(kept, Written) and kept.path != written:
             # The lower rung's body had another name (another type): it is replaced, not kept.
-            await asyncio.to_thread(self.out.remove, kept.path)
+            await offload(self.out.remove, kept.path)
         job.scratch[WRITTEN_PATH] = written
         job.scratch[WRITTEN_BLOB] = blob
         return Partial(

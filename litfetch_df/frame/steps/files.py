@@ -62,6 +62,20 @@ class FilesStep(UnitStep):
         chosen = self.sources if self.sources is not None else ()
         return bulk.for_file_sources(sources_for_kind(chosen, self.kind))
 
+    def services_for(self, before: Mapping[str, object]) -> frozenset[bulk.Service]:
+        """A partial row asks only the sources it lost again: only their bulk lookups."""
+        error = before.get("files_error")
+        if (
+            not (is_partial(error) and isinstance(before.get("files"), tuple))
+            or ids_incomplete(error)  # redone afresh once resolved: every source again
+        ):
+            return self.services()
+        from ...operations.fileset import sources_for_kind
+
+        lost = {g.source for g in given_up_in(error)}
+        chosen = [s for s in (self.sources or ()) if s.name in lost]
+        return bulk.for_file_sources(sources_for_kind(chosen, self.kind))
+
     def resume_token(self, before: Mapping[str, object]) -> Hashable:
         """Rows re-run alike when they hold the same files and the same partial error."""
         files = before.get("files")

@@ -10,7 +10,6 @@ bundle that hold different bodies are judged apart.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import warnings
@@ -27,6 +26,7 @@ from ..engine import Job, UnitStep
 from ..errors import untagged
 from ..licence_family import licence_family
 from ..oa_status import service_oa_status
+from ..offload import offload
 from ..outcome import GivenUp, Partial, given_up_in, is_abandoned, is_partial
 from ..plan import Plan
 from ..table import text
@@ -100,10 +100,10 @@ async def licence_work(
         if isinstance(body, Blob):
             blob = body
         else:
-            content = await asyncio.to_thread(read_location, body)
+            content = await offload(read_location, body)
             file = File(FileKind.BODY, item.source or "file", media_type=item.media_type)
             blob = Blob(file, content)
-        meta = await asyncio.to_thread(_extract, blob)
+        meta = await offload(_extract, blob)
     from ...operations.service_terms import service_terms
 
     if item.ids.doi is None:
