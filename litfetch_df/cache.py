@@ -405,7 +405,10 @@ def _show_ttl(ttl: float) -> str:
 def _resolve_path(path: Path) -> Path:
     if path.is_dir():
         return path / FILE_NAME
-    if path.exists() or path.suffix.lower() in _FILE_SUFFIXES:
+    # Another process (a Dask worker opening the same cache) may create the directory
+    # between the two checks: a path that exists now is a file only if it is not a
+    # directory, else the database would be opened on the directory itself.
+    if path.suffix.lower() in _FILE_SUFFIXES or (path.exists() and not path.is_dir()):
         return path
     path.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
     return path / FILE_NAME

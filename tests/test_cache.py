@@ -800,3 +800,29 @@ async def test_a_replayed_response_still_knows_its_redacted_request(tmp_path: Pa
     assert replayed.request.method == "GET"
     assert replayed.url.host == "api.springernature.com"
     assert "sekrit" not in str(replayed.url)
+
+
+def test_a_cache_directory_created_meanwhile_by_another_process_is_used_as_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Dask workers open one cache directory at once: the first check sees no directory,
+    # another worker creates it, the next check sees it exist. The file inside it is used,
+    # never the directory itself ("unable to open database file").
+    target = tmp_path / "shared-cache"
+    real_is_dir = Path.is_dir
+    first = {"call": True}
+
+    def racing_is_dir(self: Path) -> bool:
+        if self == target and first["call"]:
+            first["call"] = False
+            target.mkdir()  # the other worker wins the race right here
+            return False
+        return real_is_dir(self)
+
+    monkeypatch.setattr(Path, "is_dir", racing_is_dir)
+    cache = ResponseCache(target)
+    try:
+        assert cache.path == target / "responses.sqlite3"
+        assert cache.path.is_file()
+    finally:
+        cache.close()
