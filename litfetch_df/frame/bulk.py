@@ -75,7 +75,8 @@ from ..sources.springer import (
     SpringerFetcher,
     SpringerFileSource,
 )
-from .primers import HELD_LOOKUPS, PRIMERS, PrimedKeys, Service, may_prime
+from .primed_keys import PrimedKeys
+from .primers import HELD_LOOKUPS, PRIMERS, Service, may_prime
 
 __all__ = [
     "PrimedKeys",
