@@ -12,7 +12,9 @@ without one starts conservatively and adapts (design: ADR 0007):
   ``Retry-After`` and a back-off of its own; queued requests then take fresh
   slots after the pause, one interval apart, so the host never sees a burst;
 * clean answers raise the rate step by step up to the learned ceiling, and
-  only after a long clean stretch probe a little above it;
+  only after a long clean stretch probe a little above it; before its first
+  throttle a host is paced past twice its start only once a hundred requests
+  have been asked of it (a throttle is the price of finding its limit);
 * limits the host announces (Crossref's ``X-Rate-Limit-Limit`` /
   ``-Interval``; ``X-RateLimit-Remaining`` / ``-Reset`` and the unprefixed
   ``RateLimit-*``) lower the ceiling or hold the host until the window resets;
@@ -128,6 +130,8 @@ CAP_EVIDENCE = 100
 # ... and for a host that starts below its ceiling, the learned ceiling keeps this share of
 # that start: throttles at a pace judged safe for any host are failures, not a limit.
 START_SHARE = 0.75
+# The pace that provoked a throttle is measured over this many of the host's latest sends.
+MEASURED_SENDS = 32
 # Seconds after a cut during which further throttles only wait (they answer requests
 # paced before the cut could take effect).
 COOLDOWN = 1.0
@@ -259,10 +263,11 @@ class HostLimiter:
         self._crowd_throttles = 0
         self._streak_rates: collections.deque[float] = collections.deque(maxlen=PROVEN_ANSWERS)
         self._holding = 0  # requests holding an in-flight place (sent or about to be)
+        self._asking = 0  # requests inside acquire(): the demand not yet granted
         self._sending = 0  # requests on the wire
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._recent: collections.deque[float] = collections.deque(maxlen=32)
+        self._recent: collections.deque[float] = collections.deque(maxlen=MEASURED_SENDS)
         self.requests = 0
         self.throttled = 0
 
@@ -275,12 +280,16 @@ class HostLimiter:
         """
         self._adopt_loop()
         self._check_parked()
-        queued = await self._enter()
+        self._asking += 1
         try:
-            slot, pressed = await self._wait_slot()
-        except BaseException:
-            self._leave()
-            raise
+            queued = await self._enter()
+            try:
+                slot, pressed = await self._wait_slot()
+            except BaseException:
+                self._leave()
+                raise
+        finally:
+            self._asking -= 1
         self._sending += 1
         self.requests += 1
         self._last_grant = slot
@@ -380,6 +389,7 @@ class HostLimiter:
             self._waiters.clear()
             self._holding = 0
             self._sending = 0
+            self._asking = 0
 
     # -- parking ---------------------------------------------------------------------------
 
@@ -524,6 +534,19 @@ class HostLimiter:
             floor = max(floor, START_SHARE * plan.start_rate)
         return floor
 
+    def _earned_rate(self) -> float:
+        """The fastest slow start may pace a host before a throttle would be affordable.
+
+        Slow start finds a host's limit by passing it, which costs one throttle. That
+        is worth it only for a host with at least CAP_EVIDENCE requests asked or waiting
+        (one throttle in a hundred); a host asked less often (a few dozen articles of one
+        publisher) stays within twice its start, where a drawn limit is rarely crossed.
+        """
+        demand = self.requests + self._asking
+        if demand >= CAP_EVIDENCE or math.isinf(self.plan.start_rate):
+            return math.inf
+        return self.plan.start_rate * (1.0 + demand / CAP_EVIDENCE)
+
     def _ceiling(self) -> float:
         return min(self.plan.max_rate, self._learned, self._announced)
 
@@ -537,6 +560,8 @@ class HostLimiter:
         # its pace allows keeps its pace, so a burst of demand later cannot meet a pace
         # that was never tried against the host.
         ceiling = self._ceiling()
+        if self._slow_start:
+            ceiling = min(ceiling, self._earned_rate())
         if not ticket.pressed:
             pass
         elif self.rate < ceiling:

@@ -205,6 +205,29 @@ async def test_a_host_asked_less_often_than_its_pace_keeps_its_pace(
     assert upstream.throttled(SPRINGER) <= 1
 
 
+async def test_a_host_asked_a_few_dozen_times_is_not_probed_past_its_limit() -> None:
+    # Slow start finds a limit by passing it, at the cost of one throttle: for a publisher
+    # asked 65 times (one 429 would be 1.5% of its requests) that is not worth it, so the
+    # pace stays within twice its start; the same host asked hundreds of times may probe.
+    clock = VirtualClock()
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(4.4, 2, "16")})
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(65)])
+        few = s.limits[SPRINGER]
+        assert upstream.throttled(SPRINGER) == 0
+        more = await run_all(clock, [s.get(url(SPRINGER, 100 + k)) for k in range(300)])
+        many = s.limits[SPRINGER]
+    assert statuses == [200] * 65 and more == [200] * 300
+    assert few.rate <= 2 * _limiter.UNKNOWN_START_RATE
+    assert few.requests == 65
+    # with demand enough to afford a throttle the pace passed twice its start: it found the
+    # limit (one 429, or two within one episode) and settled below it
+    assert 1 <= upstream.throttled(SPRINGER) <= 2
+    assert many.ceiling <= 4.4
+    second = upstream.times(SPRINGER)[65:]
+    assert min(gaps(second)) < 1 / (2 * _limiter.UNKNOWN_START_RATE)
+
+
 @pytest.mark.parametrize("clock_type", [VirtualClock, TickingClock])
 async def test_the_in_flight_cap_grows_only_when_requests_queue_for_it(
     clock_type: type[VirtualClock],
@@ -295,11 +318,12 @@ async def test_a_rate_throttle_with_one_request_out_does_not_delay_a_second_plac
     clock = VirtualClock()
     upstream = Upstream(clock, latency=0.05, limits={SPRINGER: Bucket(4.0, 1)})
     async with upstream.session() as s:
-        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(40)])
+        # A hundred asked at once: enough demand for slow start to pass the rate.
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(_limiter.CAP_EVIDENCE)])
         assert s.limits[SPRINGER].throttled >= 1  # slow start met the rate, one request out
         assert s.limits[SPRINGER].in_flight_cap == 1
         upstream.latency = 1.0  # now one place carries only one request a second
-        await run_all(clock, [s.get(url(SPRINGER, 100 + k)) for k in range(120)])
+        await run_all(clock, [s.get(url(SPRINGER, 1000 + k)) for k in range(80)])
         state = s.limits[SPRINGER]
     assert state.requests < 2 * _limiter.CAP_EVIDENCE
     assert state.in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT, state
