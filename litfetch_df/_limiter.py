@@ -552,19 +552,23 @@ class HostLimiter:
 
     def _grow(self, ticket: Ticket) -> None:
         self._streak = 0
-        if ticket.pressed and math.isfinite(ticket.rate):
-            self._streak_rates.append(ticket.rate)
-            if len(self._streak_rates) == PROVEN_ANSWERS:
-                self._proven = max(self._proven, min(self._streak_rates))
         # Only a limit that held a request back is raised: a host asked less often than
         # its pace allows keeps its pace, so a burst of demand later cannot meet a pace
         # that was never tried against the host.
+        if ticket.pressed:
+            self._grow_pace(ticket)
+        if ticket.crowded:
+            self._grow_cap()
+
+    def _grow_pace(self, ticket: Ticket) -> None:
+        if math.isfinite(ticket.rate):
+            self._streak_rates.append(ticket.rate)
+            if len(self._streak_rates) == PROVEN_ANSWERS:
+                self._proven = max(self._proven, min(self._streak_rates))
         ceiling = self._ceiling()
         if self._slow_start:
             ceiling = min(ceiling, self._earned_rate())
-        if not ticket.pressed:
-            pass
-        elif self.rate < ceiling:
+        if self.rate < ceiling:
             step = SLOW_START_STEP if self._slow_start else RECOVERY_STEP
             self.rate = min(ceiling, self.rate + step)
         elif (
@@ -577,13 +581,15 @@ class HostLimiter:
                 if self._learned_cap and self._learned_cap != self.plan.max_in_flight:
                     self._learned_cap = _min_cap(self.plan.max_in_flight, self._learned_cap + 1)
                 self._at_ceiling = 0
+
+    def _grow_cap(self) -> None:
         cap_ceiling = _min_cap(self._learned_cap, self.plan.max_in_flight)
         # A place more is the one growth a host may punish at once (a host taking one
         # request at a time answers the second with a 429): it is tried only once a throttle
         # would cost at most one in CAP_EVIDENCE of the requests this host has answered,
         # counting the throttles that came with more than one request out.
         earned = self.requests >= CAP_EVIDENCE * (self._crowd_throttles + 1)
-        if ticket.crowded and earned and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
+        if earned and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
             self._clean += 1
             if self._clean >= 2 * self.cap:
                 self.cap += 1
