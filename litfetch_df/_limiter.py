@@ -102,8 +102,13 @@ LEARNED_SHARE = 0.8
 # ... or this share, after a host that asks for HARSH_WAIT seconds or more.
 LEARNED_SHARE_HARSH = 0.75
 HARSH_WAIT = 5.0
-# The throttled pace is taken as at least this share of the pace granted at the time.
+# The throttled pace is taken as at least this share of the pace granted at the time: the
+# pace measured over the recent sends lags far behind a fast slow start ...
 PACE_SHARE = 0.7
+# ... or this share, for a throttle drawn with one request out: a ramp at one in flight
+# rises one step per answer, so the pace granted is close to what the host took (ADR 0007,
+# third addendum).
+PACE_SHARE_ONE_OUT = 0.85
 # Rate gained per clean answer: before the first throttle, and below a learned ceiling.
 SLOW_START_STEP = 0.5
 RECOVERY_STEP = 0.25
@@ -483,7 +488,8 @@ class HostLimiter:
         measured = self._measured_rate()
         provoked = min(ticket.rate, measured)
         if math.isfinite(ticket.rate):
-            provoked = max(provoked, PACE_SHARE * ticket.rate)
+            pace_share = PACE_SHARE_ONE_OUT if ticket.in_flight <= 1 else PACE_SHARE
+            provoked = max(provoked, pace_share * ticket.rate)
         if math.isinf(provoked):
             provoked = UNKNOWN_MAX_RATE
         floor = self._floor()
