@@ -105,10 +105,12 @@ HARSH_WAIT = 5.0
 # The throttled pace is taken as at least this share of the pace granted at the time: the
 # pace measured over the recent sends lags far behind a fast slow start ...
 PACE_SHARE = 0.7
-# ... or this share, for a throttle drawn with one request out: a ramp at one in flight
-# rises one step per answer, so the pace granted is close to what the host took (ADR 0007,
-# third addendum).
-PACE_SHARE_ONE_OUT = 0.85
+# ... or this share, when the recent sends measured under RAMP_LAG of the pace granted: the
+# throttle came early in a ramp, at the first paces past a limit that allows no burst (a
+# host allowing a burst lets the pace sit above its limit until the burst is spent, and
+# the measured pace catches up meanwhile). ADR 0007, third addendum.
+PACE_SHARE_EARLY = 0.85
+RAMP_LAG = 0.6
 # Rate gained per clean answer: before the first throttle, and below a learned ceiling.
 SLOW_START_STEP = 0.5
 RECOVERY_STEP = 0.25
@@ -488,7 +490,8 @@ class HostLimiter:
         measured = self._measured_rate()
         provoked = min(ticket.rate, measured)
         if math.isfinite(ticket.rate):
-            pace_share = PACE_SHARE_ONE_OUT if ticket.in_flight <= 1 else PACE_SHARE
+            early = measured < RAMP_LAG * ticket.rate
+            pace_share = PACE_SHARE_EARLY if early else PACE_SHARE
             provoked = max(provoked, pace_share * ticket.rate)
         if math.isinf(provoked):
             provoked = UNKNOWN_MAX_RATE
