@@ -178,9 +178,9 @@ async def test_a_host_that_asks_for_long_waits_is_not_probed_again(
 
 async def test_a_host_without_burst_that_asks_for_long_waits_keeps_most_of_its_pace() -> None:
     # A host with no burst allowance throttles at the first step of slow start above its
-    # limit, while one request is out, so the pace granted then is close to the limit: the
-    # ceiling learned from it keeps a long-wait margin below that pace, not below the slow
-    # average the recent sends measure (which took it to 57 % of the limit).
+    # limit, early in the ramp, so the pace granted then is close to the limit: the ceiling
+    # learned from it keeps a long-wait margin below that pace, not below the slow average
+    # of the ramp the recent sends measure (which took it to 57 % of the limit).
     clock = VirtualClock()
     upstream = Upstream(clock, limits={SPRINGER: Bucket(8.2, 1, "15")})
     async with upstream.session() as s:
