@@ -8,9 +8,10 @@ without one starts conservatively and adapts (design: ADR 0007):
   the previous one, and holds one of the host's in-flight places;
 * a throttling answer (429, 503, or a domain's own "slow down" status) cuts the
   rate in half once per episode, remembers 80 % of the rate that provoked it as
-  a learned ceiling, and pauses the whole host until the later of its
-  ``Retry-After`` and a back-off of its own; queued requests then take fresh
-  slots after the pause, one interval apart, so the host never sees a burst;
+  a learned ceiling (up to 90 % when that rate had held for seconds before the
+  throttle), and pauses the whole host until the later of its ``Retry-After``
+  and a back-off of its own; queued requests then take fresh slots after the
+  pause, one interval apart, so the host never sees a burst;
 * clean answers raise the rate step by step up to the learned ceiling, and
   only after a long clean stretch probe a little above it; before its first
   throttle a host is paced past twice its start only once a hundred requests
@@ -102,8 +103,24 @@ LEARNED_SHARE = 0.8
 # ... or this share, after a host that asks for HARSH_WAIT seconds or more.
 LEARNED_SHARE_HARSH = 0.75
 HARSH_WAIT = 5.0
-# The throttled pace is taken as at least this share of the pace granted at the time.
+# The throttled pace is taken as at least this share of the pace granted at the time: the
+# pace measured over the recent sends lags far behind a fast slow start ...
 PACE_SHARE = 0.7
+# ... or this share, when the recent sends measured under RAMP_LAG of the pace granted: the
+# throttle came early in a ramp, at the first paces past a limit that allows no burst (a
+# host allowing a burst lets the pace sit above its limit until the burst is spent, and
+# the measured pace catches up meanwhile). ADR 0007, fourth addendum.
+PACE_SHARE_EARLY = 0.85
+RAMP_LAG = 0.6
+# A throttle at a pace the host had just answered cleanly PROVEN_ANSWERS times in a row (each
+# at STEADY_LEVEL of it or faster) found a limit below that pace by no more than a burst
+# allowance spread over the time the pace held: assuming a burst of at most BURST_SECONDS
+# of the limit, the ceiling keeps up to STEADY_SHARE of that pace.
+STEADY_SHARE = 0.9
+STEADY_LEVEL = 0.95
+BURST_SECONDS = 1.0
+# Sends remembered to tell how long a pace held: at 20/s, more than the 9 s that earn STEADY_SHARE.
+PACE_MEMORY = 256
 # Rate gained per clean answer: before the first throttle, and below a learned ceiling.
 SLOW_START_STEP = 0.5
 RECOVERY_STEP = 0.25
@@ -268,6 +285,8 @@ class HostLimiter:
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._recent: collections.deque[float] = collections.deque(maxlen=MEASURED_SENDS)
+        # (start slot, pace granted) of the latest sends: how long a pace held (see _held_for).
+        self._paces: collections.deque[tuple[float, float]] = collections.deque(maxlen=PACE_MEMORY)
         self.requests = 0
         self.throttled = 0
 
@@ -294,6 +313,7 @@ class HostLimiter:
         self.requests += 1
         self._last_grant = slot
         self._recent.append(slot)
+        self._paces.append((slot, self.rate))
         if self._window_end > slot:
             self._window_left -= 1
         # The cap held it back only if the pace would not have held it anyway.
@@ -477,22 +497,55 @@ class HostLimiter:
         span = recent[-1] - recent[0]
         return (len(recent) - 1) / span if span > 0 else math.inf
 
+    def _held_for(self, ticket: Ticket) -> float:
+        """Seconds the pace of ``ticket`` held before it was throttled, 0 if it did not hold.
+
+        It held if the latest PROVEN_ANSWERS answers, each held back by the pace, came
+        back clean at STEADY_LEVEL of it or faster; the time is counted from the first
+        send of the stretch granted at that level. A host that already throttled more
+        than once in CAP_EVIDENCE requests is not given the benefit of the doubt.
+        """
+        rates = self._streak_rates
+        level = STEADY_LEVEL * ticket.rate
+        if (
+            not math.isfinite(ticket.rate)
+            or len(rates) < PROVEN_ANSWERS
+            or min(rates) < level
+            or self.requests < CAP_EVIDENCE * self._epoch
+            or not self._paces
+        ):
+            return 0.0
+        last = self._paces[-1][0]
+        since = last
+        for slot, rate in reversed(self._paces):
+            if rate < level:
+                break
+            since = slot
+        return last - since
+
     def _cut(self, ticket: Ticket, *, harsh: bool = False) -> None:
         # The pace that provoked the throttle: what was measured over the recent sends, which
         # lags behind a pace still rising, but no less than a share of the pace granted.
         measured = self._measured_rate()
         provoked = min(ticket.rate, measured)
+        held = self._held_for(ticket)
         if math.isfinite(ticket.rate):
-            provoked = max(provoked, PACE_SHARE * ticket.rate)
+            early = measured < RAMP_LAG * ticket.rate
+            provoked = max(provoked, (PACE_SHARE_EARLY if early else PACE_SHARE) * ticket.rate)
         if math.isinf(provoked):
             provoked = UNKNOWN_MAX_RATE
         floor = self._floor()
         # A host that punishes a throttle with a long wait is worth a wider margin.
         share = LEARNED_SHARE_HARSH if harsh else LEARNED_SHARE
+        learned = provoked * share
+        if held > 0:
+            # The pace held for `held` seconds before the host's allowance ran out: the limit
+            # is at least pace * held / (held + burst), for a burst of BURST_SECONDS at most.
+            learned = max(learned, ticket.rate * min(STEADY_SHARE, held / (held + BURST_SECONDS)))
         # A pace the host has answered cleanly many times over is not what this throttle
         # is about: throttles that keep coming far below it are failures (random 429s and
         # 503s), and must not ratchet the ceiling down to the floor one by one.
-        self._learned = max(self._learned_floor(), provoked * share)
+        self._learned = max(self._learned_floor(), learned)
         self._streak_rates.clear()
         self.rate = max(floor, provoked * CUT)
         if ticket.in_flight > 1:

@@ -170,6 +170,67 @@ async def test_a_host_that_asks_for_long_waits_is_throttled_in_one_episode(
     assert len(throttled) <= 2 and max(throttled) - min(throttled) < 1.0, throttled
 
 
+async def test_a_limit_allowing_no_burst_met_early_in_a_ramp_keeps_most_of_its_pace() -> None:
+    # A host that admits no burst throttles at the first paces past its limit, while the
+    # pace measured over the recent sends still lags far behind the fast slow start: the
+    # ceiling is learned from the pace granted, not from that lagging measure (which kept
+    # 0.58 of this limit and took 1.9x the bound).
+    clock = VirtualClock()
+    limit = 8.2
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, 1, "15")})
+    n = 800
+    async with upstream.session() as s:
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) == 1
+    assert 0.65 * limit <= state.ceiling <= limit, state
+    assert wall <= 1.7 * n / limit, wall
+
+
+async def test_a_pace_that_held_before_its_throttle_is_learned_close_to_the_limit() -> None:
+    # The pace sat at the 20/s ceiling for seconds before this host's burst allowance ran
+    # out: a limit far below it would have run out much sooner, so the learned ceiling stays
+    # close to that pace (a burst of at most a second of the limit assumed) instead of
+    # the usual wide margin below it (which kept 0.84 of this limit).
+    clock = VirtualClock()
+    limit = 17.9
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, 11, "9")})
+    n = 800
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) == 1
+    assert 0.88 * limit <= state.ceiling <= limit, state
+
+
+async def test_a_lone_throttle_after_a_long_clean_stretch_lowers_the_ceiling_a_notch() -> None:
+    # Arrival jitter can get one request throttled at a pace the host has taken cleanly for
+    # a minute: the limit is just above that pace, so the ceiling loses a tenth, not the
+    # quarter a throttle met in a ramp costs.
+    clock = VirtualClock()
+    seen = itertools.count()
+    before: list[float] = []
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if next(seen) == 700:
+            before.append(s.limits[SPRINGER].ceiling)
+            return httpx.Response(429, headers={"Retry-After": "15"})
+        return None
+
+    upstream = Upstream(clock, limits={SPRINGER: Bucket(8.2, 1, "15")}, answer=answer)
+    n = 900
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) == 2 and before, before
+    assert state.ceiling == pytest.approx(_limiter.STEADY_SHARE * before[0]), (state, before)
+
+
 class TickingClock(VirtualClock):
     """A virtual clock that also moves a microsecond at every reading, as a real one does
     between two lines of code: a judgement made by comparing two readings must not flip."""
