@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest docs demo bench bench-worlds bench-faults clean install \
+.PHONY: test lint typecheck pytest docs demo bench bench-worlds bench-limiter bench-faults clean install \
         test-oldest test-newest
 
 $(BIN)/python:
@@ -85,6 +85,10 @@ bench: $(STAMP)
 # five drawn worlds of limits, run() and the chained calls in each (benchmarks/README.md)
 bench-worlds: $(STAMP)
 	$(BIN)/python -m benchmarks --scenario worlds --worlds 5 $(BENCH_ARGS)
+
+# the host limiter alone over the hosts of five drawn worlds, on a virtual clock (half a minute)
+bench-limiter: $(STAMP)
+	$(BIN)/python -m benchmarks.limiter_sweep $(BENCH_ARGS)
 
 # run() and its re-runs at 20 % and 30 % faults on every host, against the fault-free frame
 bench-faults: $(STAMP)

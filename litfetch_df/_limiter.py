@@ -18,7 +18,8 @@ without one starts conservatively and adapts (design: ADR 0007):
   have been asked of it (a throttle is the price of finding its limit);
 * limits the host announces (Crossref's ``X-Rate-Limit-Limit`` /
   ``-Interval``; ``X-RateLimit-Remaining`` / ``-Reset`` and the unprefixed
-  ``RateLimit-*``) lower the ceiling or hold the host until the window resets;
+  ``RateLimit-*``) lower the ceiling or hold the host until the window resets
+  (a bucket refilling within a second frees one place per ``1 / limit`` s);
 * a wait longer than the retry budget is obeyed, never shortened: the host is
   *parked* and every request to it fails at once with :class:`HostParked`
   until the wait is over, so the rest of a table goes on.
@@ -210,6 +211,8 @@ class Ticket:
     """It waited for its start slot: the pace, not the demand, set when it went."""
     crowded: bool = field(default=False, kw_only=True)
     """It waited for an in-flight place: the cap, not the demand, held it back."""
+    sent: float = field(default=-math.inf, kw_only=True)
+    """When it went (the limiter's clock); ``-inf`` when not known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +321,9 @@ class HostLimiter:
             self._window_left -= 1
         # The cap held it back only if the pace would not have held it anyway.
         crowded = queued and not pressed
-        return Ticket(self.rate, self._sending, self._epoch, pressed=pressed, crowded=crowded)
+        return Ticket(
+            self.rate, self._sending, self._epoch, pressed=pressed, crowded=crowded, sent=slot
+        )
 
     def release(self, ticket: Ticket) -> None:
         """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
@@ -459,7 +464,7 @@ class HostLimiter:
         ``retry`` says the request was throttled before: throttled again, it tells
         more about that resource than about the host's pace, so it only waits.
         """
-        parked = self._read_announced(headers)
+        parked = self._read_announced(headers, ticket.sent)
         if throttled:
             self.throttled += 1
             if ticket.in_flight > 1:
@@ -649,7 +654,7 @@ class HostLimiter:
                 self._clean = 0
                 self._wake()
 
-    def _read_announced(self, headers: Mapping[str, str]) -> str | None:
+    def _read_announced(self, headers: Mapping[str, str], sent: float) -> str | None:
         # Crossref: "X-Rate-Limit-Limit: 50" per "X-Rate-Limit-Interval: 1s".
         limit = _number(headers.get("x-rate-limit-limit"))
         interval = _seconds(headers.get("x-rate-limit-interval"))
@@ -667,12 +672,24 @@ class HostLimiter:
             if wait <= 0:
                 continue
             limit = _number(headers.get(prefix + "limit"))
+            if remaining > 0 and wait <= SHORT_WINDOW and limit and limit > 0:
+                # A bucket full again within a second gives its places back one by one, not
+                # all at the reset: "1 left, reset in 1" from a small burst would otherwise
+                # hold the host to one request a second whatever its limit.
+                continue
             if remaining <= 0 and wait <= SHORT_WINDOW and limit and limit > 0:
                 # A window of a second or less, counted in whole seconds: a token bucket
                 # with no burst to spare says "0 left, reset in 1" after every request, and
                 # one place frees after 1/limit s, not after the rounded-up second. Waiting
                 # the whole second would pace such a host at 1/s whatever its limit.
                 wait = min(wait, 1.0 / limit)
+                if math.isfinite(sent):
+                    # The host counted the request as it arrived, and the next one arrives as
+                    # far after it is sent: the place frees 1/limit s after this request
+                    # went, not after its answer came back (a round trip more per request).
+                    wait = sent + wait - self._clock.now()
+                    if wait <= 0:
+                        continue
             now = self._clock.now()
             self._window_end = now + wait
             # Requests already on the wire count against what is left.

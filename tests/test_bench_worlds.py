@@ -21,6 +21,7 @@ from tests.fakes.world import (
     HOST_NCBI,
     HOST_S3,
     HOST_SPRINGER,
+    HOST_UNPAYWALL,
     Article,
     BodyHome,
     Publisher,
@@ -202,3 +203,18 @@ async def test_only_a_request_sent_after_the_429_arrived_counts_as_early(
     # way, the one at 5 s ignored the 12 s asked for, the one at 20 s waited
     assert statuses == [200, 429, 429, 429, 200]
     assert world.early[HOST_SPRINGER] == 1
+
+
+@pytest.mark.real_limits
+def test_the_limiter_sweep_runs_a_drawn_host_on_the_virtual_clock() -> None:
+    # The sweep behind ADR 0007's fourth addendum: the fake's own gate, a window of
+    # requests, the session's real limiter, virtual seconds.
+    from benchmarks.limiter_sweep import sweep_host
+
+    drawn = draw_world(15).host(HOST_UNPAYWALL)
+    assert drawn is not None and drawn.burst == 1 and drawn.long_wait == 15
+    out = sweep_host(drawn, n=300, jitter=(0.0, 0.0))
+    assert out.failed == 0
+    assert out.throttled >= 1  # slow start finds the undisclosed limit by passing it once
+    assert 1.0 <= out.ratio < 3.0, out
+    assert out.ceiling < drawn.rate

@@ -567,6 +567,60 @@ async def test_a_token_bucket_announcing_whole_seconds_is_not_paced_at_one_a_sec
     assert wall <= 2.0 * n / 10.0, wall  # not the 200 s of one request a second
 
 
+async def test_an_exhausted_short_window_frees_its_place_after_the_request_went() -> None:
+    # The same bucket behind a slow network: "0 left" comes back a round trip after the
+    # request went, and the place it took frees 1/limit s after the request arrived. Holding
+    # the host for 1/limit s from the answer added the round trip to every request (71 s
+    # for these 300); counted from the send, the pace stays near the limit.
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    clock = VirtualClock()
+    gate = HostGate(GateLimit(per_second=10.0, burst=1, announce=True, retry_after=True))
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        verdict = gate.admit(clock.now())
+        gate.release()
+        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
+
+    upstream = Upstream(clock, latency=0.2, answer=answer)
+    n = 300
+    async with upstream.session() as s:
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) <= 0.01 * n
+    assert wall <= 1.9 * n / 10.0, wall
+
+
+async def test_a_bucket_with_a_place_left_is_not_read_as_a_window_of_one_a_second() -> None:
+    # A 17.6/s bucket with a burst of two says "1 left, full again in 1 s" after most
+    # answers. Read as a fixed window, that allowed one request a second, less those in
+    # flight (this run took 6x its bound); a bucket refilling within a second gives its
+    # places back one by one, so the pace alone holds the host.
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    clock = VirtualClock()
+    gate = HostGate(GateLimit(per_second=17.6, burst=2, announce=True, retry_after=True))
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        verdict = gate.admit(clock.now())
+        gate.release()
+        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
+
+    upstream = Upstream(clock, answer=answer)
+    n = 600
+    async with upstream.session() as s:
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) <= 0.01 * n
+    assert wall <= 2.0 * n / 17.6, wall
+
+
 async def test_an_exhausted_window_past_the_budget_parks_the_host() -> None:
     clock = VirtualClock()
 

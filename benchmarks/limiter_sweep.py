@@ -1,0 +1,193 @@
+"""A sweep of the host limiter over drawn limits, on a virtual clock: seconds, not an hour.
+
+``python -m benchmarks.limiter_sweep`` (or ``make bench-limiter``) sends ``--n``
+requests through a window of ``--window`` to one host at a time, for every host
+of ``--worlds`` drawn worlds (the draws of :mod:`benchmarks.worlds`, enforced
+by the fake's own gate, :class:`tests.fakes.limits.HostGate`), and reports each
+host's wall time against its bound, its 429s and the ceiling the limiter
+learned. Time is a :class:`tests.virtual_clock.VirtualClock`, so a sweep of 45
+hosts takes about half a minute and gives the same figures on any machine.
+
+What the socket-served benchmark has and this does not is arrival jitter: a
+busy client and server deliver two requests closer together than they were
+sent. ``--jitter SHARE:SECONDS`` delays that share of the requests by up to
+that many seconds (drawn uniformly) before the gate sees them; a limit that
+allows no burst answers such a pair with a 429. The five-world bench behaves
+like a share of a few per cent and up to 80 ms. ``--set NAME=VALUE`` overrides
+a constant of ``litfetch_df._limiter`` for an experiment.
+
+The sweep judges the limiter alone: the frame's own work, the other hosts and
+the pipeline's order are what ``make bench-worlds`` adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.worlds import SHORT_NAMES, DrawnHost, draw_worlds  # noqa: E402
+from litfetch_df import RetryPolicy, Session, _limiter  # noqa: E402
+from tests.fakes.limits import HostGate  # noqa: E402
+from tests.virtual_clock import VirtualClock  # noqa: E402
+
+__all__ = ["Outcome", "main", "sweep_host"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One host's run: its drawn limits, wall and bound (virtual seconds), 429s, ceiling."""
+
+    host: DrawnHost
+    n: int
+    wall: float
+    bound: float
+    throttled: int
+    failed: int
+    ceiling: float
+
+    @property
+    def ratio(self) -> float:
+        """Wall time over the bound."""
+        return self.wall / self.bound
+
+    @property
+    def share_429(self) -> float:
+        """429s per request sent."""
+        return self.throttled / max(1, self.n + self.throttled)
+
+
+class _Host:
+    """The fake host: a gate, a latency, and arrival jitter drawn per request."""
+
+    def __init__(
+        self, drawn: DrawnHost, clock: VirtualClock, latency: float, jitter: tuple[float, float]
+    ) -> None:
+        self.gate = HostGate(drawn.limit())
+        self.clock = clock
+        self.latency = latency
+        self.share, self.most = jitter
+        self.rng = random.Random(f"{drawn.host}-{drawn.rate}-{drawn.burst}")
+        self.throttled = 0
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        if self.share and self.rng.random() < self.share:
+            await self.clock.sleep(self.rng.random() * self.most)
+        verdict = self.gate.admit(self.clock.now())
+        if not verdict.admitted:
+            self.throttled += 1
+            await self.clock.sleep(self.latency)
+            return httpx.Response(429, headers=verdict.headers, json={"message": "slow down"})
+        try:
+            await self.clock.sleep(self.latency)
+        finally:
+            self.gate.release()
+        return httpx.Response(200, headers=verdict.headers, json={"ok": True})
+
+
+def sweep_host(
+    drawn: DrawnHost,
+    *,
+    n: int = 1665,
+    window: int = 32,
+    latency: float = 0.05,
+    jitter: tuple[float, float] = (0.05, 0.08),
+) -> Outcome:
+    """Send ``n`` requests to one drawn host through ``window`` at a time; return the outcome."""
+    return asyncio.run(_sweep(drawn, n, window, latency, jitter))
+
+
+async def _sweep(
+    drawn: DrawnHost, n: int, window: int, latency: float, jitter: tuple[float, float]
+) -> Outcome:
+    clock = VirtualClock()
+    host = _Host(drawn, clock, latency, jitter)
+
+    def client() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(host))
+
+    gate = asyncio.Semaphore(window)
+    failed = 0
+    async with Session(client_factory=client, retry=RetryPolicy(), clock=clock) as session:
+
+        async def one(k: int) -> None:
+            nonlocal failed
+            async with gate:
+                try:
+                    response = await session.get(f"https://{drawn.host}/sweep/{k}")
+                    failed += response.status_code != 200
+                except Exception:  # a parked host or a request given up: counted, not raised
+                    failed += 1
+
+        async def everything() -> None:
+            await asyncio.gather(*(one(k) for k in range(n)))
+
+        started = clock.now()
+        await clock.run(everything())
+        wall = clock.now() - started
+        ceiling = session.limits[drawn.host].ceiling
+    # The host takes `rate` a second, and `in_flight` requests of `latency` each at once.
+    pace = min(drawn.rate, drawn.in_flight / latency)
+    return Outcome(drawn, n, wall, n / pace, host.throttled, failed, ceiling)
+
+
+def _parse_jitter(text: str) -> tuple[float, float]:
+    share, _, most = text.partition(":")
+    return float(share), float(most or 0.08)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sweep from the command line; print a table and a summary; return 0."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.limiter_sweep", description=__doc__)
+    p.add_argument("--worlds", type=int, default=5, help="drawn worlds to sweep")
+    p.add_argument("--world-seed", type=int, default=11, help="seed of the first world")
+    p.add_argument("--n", type=int, default=1665, help="requests per host (Unpaywall's 1,665)")
+    p.add_argument("--window", type=int, default=32, help="requests let through at once")
+    p.add_argument("--latency", type=float, default=0.05, help="seconds per answer")
+    p.add_argument("--jitter", default="0.05:0.08", help="SHARE:SECONDS of arrival jitter")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    args = p.parse_args(argv)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        if not hasattr(_limiter, name):
+            p.error(f"litfetch_df._limiter has no {name}")
+        setattr(_limiter, name, type(getattr(_limiter, name))(float(value)))
+    jitter = _parse_jitter(args.jitter)
+    outcomes: list[Outcome] = []
+    print("| world | host | drawn limit | wall/bound | 429s (share) | ceiling/limit | failed |")
+    print("|---|---|---|---|---|---|---|")
+    for world in draw_worlds(args.world_seed, args.worlds):
+        for drawn in world.drawn:
+            out = sweep_host(
+                drawn, n=args.n, window=args.window, latency=args.latency, jitter=jitter
+            )
+            outcomes.append(out)
+            print(
+                f"| {world.seed} | {SHORT_NAMES.get(drawn.host, drawn.host)} | {drawn.compact()} "
+                f"| {out.ratio:.2f} | {out.throttled} ({out.share_429:.1%}) "
+                f"| {out.ceiling / drawn.rate:.2f} | {out.failed} |",
+                flush=True,
+            )
+    ratios = [o.ratio for o in outcomes]
+    print(
+        f"\n{len(outcomes)} hosts, n={args.n}, window {args.window}, jitter {args.jitter}: "
+        f"wall/bound mean {statistics.fmean(ratios):.3f}, max {max(ratios):.2f}, "
+        f"over 1.5: {sum(r > 1.5 for r in ratios)}, "
+        f"429s over 1 %: {sum(o.share_429 > 0.01 for o in outcomes)}, "
+        f"failed: {sum(o.failed for o in outcomes)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
