@@ -541,29 +541,39 @@ async def test_an_exhausted_window_holds_the_host_until_it_resets() -> None:
     assert times[3] - times[2] >= 10.0 - EPS
 
 
-async def test_a_token_bucket_announcing_whole_seconds_is_not_paced_at_one_a_second() -> None:
-    # A host with a 10/s token bucket and no burst announces after every request that
-    # nothing is left and the bucket refills within a second (whole seconds, rounded up),
-    # as the benchmark's hosts do: one place is back after a tenth of a second.
+async def through_announcing_bucket(
+    per_second: float, burst: int, *, latency: float, n: int
+) -> tuple[list[int], int, float]:
+    """Send ``n`` requests to a token bucket that announces ``X-RateLimit-*`` after every
+    answer, as the benchmark's hosts do (whole seconds, rounded up); return the statuses,
+    the 429s and the wall time."""
     from tests.fakes.limits import HostGate
     from tests.fakes.limits import HostLimit as GateLimit
 
     clock = VirtualClock()
-    gate = HostGate(GateLimit(per_second=10.0, burst=1, announce=True, retry_after=True))
+    gate = HostGate(GateLimit(per_second, burst=burst, announce=True, retry_after=True))
 
     def answer(request: httpx.Request) -> httpx.Response | None:
         verdict = gate.admit(clock.now())
         gate.release()
         return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
 
-    upstream = Upstream(clock, latency=0.02, answer=answer)
-    n = 200
+    upstream = Upstream(clock, latency=latency, answer=answer)
     async with upstream.session() as s:
         started = clock.now()
         statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
         wall = clock.now() - started
+    return statuses, upstream.throttled(SPRINGER), wall
+
+
+async def test_a_token_bucket_announcing_whole_seconds_is_not_paced_at_one_a_second() -> None:
+    # A host with a 10/s token bucket and no burst announces after every request that
+    # nothing is left and the bucket refills within a second (whole seconds, rounded up):
+    # one place is back after a tenth of a second.
+    n = 200
+    statuses, throttled, wall = await through_announcing_bucket(10.0, 1, latency=0.02, n=n)
     assert statuses == [200] * n
-    assert upstream.throttled(SPRINGER) == 0
+    assert throttled == 0
     assert wall <= 2.0 * n / 10.0, wall  # not the 200 s of one request a second
 
 
@@ -572,25 +582,10 @@ async def test_an_exhausted_short_window_frees_its_place_after_the_request_went(
     # request went, and the place it took frees 1/limit s after the request arrived. Holding
     # the host for 1/limit s from the answer added the round trip to every request (71 s
     # for these 300); counted from the send, the pace stays near the limit.
-    from tests.fakes.limits import HostGate
-    from tests.fakes.limits import HostLimit as GateLimit
-
-    clock = VirtualClock()
-    gate = HostGate(GateLimit(per_second=10.0, burst=1, announce=True, retry_after=True))
-
-    def answer(request: httpx.Request) -> httpx.Response | None:
-        verdict = gate.admit(clock.now())
-        gate.release()
-        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
-
-    upstream = Upstream(clock, latency=0.2, answer=answer)
     n = 300
-    async with upstream.session() as s:
-        started = clock.now()
-        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
-        wall = clock.now() - started
+    statuses, throttled, wall = await through_announcing_bucket(10.0, 1, latency=0.2, n=n)
     assert statuses == [200] * n
-    assert upstream.throttled(SPRINGER) <= 0.01 * n
+    assert throttled <= 0.01 * n
     assert wall <= 1.9 * n / 10.0, wall
 
 
@@ -599,25 +594,10 @@ async def test_a_bucket_with_a_place_left_is_not_read_as_a_window_of_one_a_secon
     # answers. Read as a fixed window, that allowed one request a second, less those in
     # flight (this run took 6x its bound); a bucket refilling within a second gives its
     # places back one by one, so the pace alone holds the host.
-    from tests.fakes.limits import HostGate
-    from tests.fakes.limits import HostLimit as GateLimit
-
-    clock = VirtualClock()
-    gate = HostGate(GateLimit(per_second=17.6, burst=2, announce=True, retry_after=True))
-
-    def answer(request: httpx.Request) -> httpx.Response | None:
-        verdict = gate.admit(clock.now())
-        gate.release()
-        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
-
-    upstream = Upstream(clock, answer=answer)
     n = 600
-    async with upstream.session() as s:
-        started = clock.now()
-        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
-        wall = clock.now() - started
+    statuses, throttled, wall = await through_announcing_bucket(17.6, 2, latency=0.05, n=n)
     assert statuses == [200] * n
-    assert upstream.throttled(SPRINGER) <= 0.01 * n
+    assert throttled <= 0.01 * n
     assert wall <= 2.0 * n / 17.6, wall
 
 

@@ -329,6 +329,7 @@ class ClusterHostLimiter(HostLimiter):
             tuple(remote),
             pressed=ticket.pressed,
             crowded=ticket.crowded,
+            sent=ticket.sent,
         )
 
     def release(self, ticket: Ticket) -> None:
