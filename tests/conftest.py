@@ -67,6 +67,24 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _local_servers_allowed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opt every test in to connecting to 127.0.0.1, where the fake upstream listens.
+
+    This is the one place the test suite makes the opt-in a user with an
+    intranet mirror makes (ADR 0019): the environment variable, so sessions
+    made inside the library (the ``.lit`` calls, Dask partitions, the CLI,
+    subprocesses) get it too. The code's default stays "refused": tests marked
+    ``guarded_network`` run without the opt-in and check that default.
+    """
+    from litfetch_df._netguard import ALLOW_PRIVATE_NETWORK_ENV
+
+    if request.node.get_closest_marker("guarded_network") is not None:
+        monkeypatch.delenv(ALLOW_PRIVATE_NETWORK_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ALLOW_PRIVATE_NETWORK_ENV, "1")
+
+
+@pytest.fixture(autouse=True)
 def _unknown_hosts_unpaced(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Start hosts without a published limit unpaced, except in tests marked ``real_limits``.
 

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 from .._http import UpstreamUnavailable, get_logger, redact_text
+from .._transfer import NotServed
 from ..session import Session
 from .errors import compact, untagged
 
@@ -141,6 +142,11 @@ def ids_incomplete(error: object) -> bool:
     return any(g.source == RESOLVE for g in given_up_in(error))
 
 
+def _said(exc: BaseException) -> str:
+    """An exception's message, or its type's name when it has none: a cell is never blank."""
+    return str(exc).strip() or f"{type(exc).__name__} (no message)"
+
+
 def is_none(value: object) -> bool:
     """Return whether ``value`` is ``None`` (the default test of an empty answer)."""
     return value is None
@@ -189,10 +195,13 @@ async def attempt(
     try:
         found = await call()
     except UpstreamUnavailable as exc:
-        return Outcome(error=f"abandoned: {short(compact(str(exc)))}")
+        return Outcome(error=f"abandoned: {short(compact(_said(exc)))}")
+    except NotServed as exc:
+        # A verdict on the thing asked for (HTTP 404 from its host): said as is, not retried.
+        return Outcome(error=short(str(exc)))
     except Exception as exc:
         log.warning("unit failed: %s: %s", type(exc).__name__, short(str(exc)))
-        return Outcome(error=f"error: {type(exc).__name__}: {short(compact(str(exc)))}")
+        return Outcome(error=f"error: {type(exc).__name__}: {short(compact(_said(exc)))}")
     failures = scope.failures[since:]
     given_up: tuple[GivenUp, ...] = ()
     complete = not partial
@@ -203,6 +212,8 @@ async def attempt(
         value = found
     if empty(value):
         reason = given_up[0].reason if given_up else (failures[0] if failures else None)
+        if reason is not None and not reason.strip():
+            reason = "a request was given up (no reason given)"
         if reason is not None:
             return Outcome(error=f"abandoned: {short(compact(reason))}")
         return Outcome(value=value)
