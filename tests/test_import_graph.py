@@ -58,6 +58,7 @@ PLACED: dict[str, str] = {
     "litfetch_df.files": "values",
     "litfetch_df.metadata": "values",
     "litfetch_df.publishers": "values",
+    "litfetch_df.limits": "values",
     "litfetch_df.serde": "values",
     "litfetch_df._clock": "http",
     "litfetch_df._http": "http",
