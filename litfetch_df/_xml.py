@@ -45,18 +45,25 @@ def _parser() -> etree.XMLParser:
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 
 
-def declares_entities(content: bytes) -> bool:
+_GENERAL_ENTITY_DECL = re.compile(rb"<!ENTITY\s+(?!%)", re.IGNORECASE)
+
+
+def declares_entities(content: bytes, *, general_only: bool = False) -> bool:
     """Return whether XML ``content`` declares entities in its prolog (without parsing it).
 
     Entity declarations can only sit in the prolog (the DOCTYPE's internal
     subset), however long a comment pads it: all of it is scanned, and no
     further, so a body that merely mentions ``<!ENTITY`` in a CDATA section
     does not count. UTF-16 and UTF-32 are read as the ASCII they hold.
+    ``general_only``: count only general entities (``<!ENTITY name …>``), the
+    ones a document's text can expand, not parameter entities
+    (``<!ENTITY % name …>``, which a DOCTYPE uses to name its DTD).
     """
     narrow = narrow_xml(content)
     first = _first_start_tag(narrow)
     prolog = narrow if first < 0 else narrow[:first]
-    return _ENTITY_DECL.search(prolog) is not None
+    pattern = _GENERAL_ENTITY_DECL if general_only else _ENTITY_DECL
+    return pattern.search(prolog) is not None
 
 
 def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Element:
