@@ -65,6 +65,8 @@ PLACED: dict[str, str] = {
     "litfetch_df._store": "http",
     "litfetch_df._memo": "http",
     "litfetch_df._transfer": "http",
+    "litfetch_df._decode": "http",
+    "litfetch_df._netguard": "http",
     "litfetch_df._limiter": "http",
     "litfetch_df._quota": "http",
     "litfetch_df.session": "session",
