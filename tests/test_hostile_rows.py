@@ -210,11 +210,6 @@ async def test_an_empty_reason_given_to_the_session_is_never_recorded_blank() ->
 # -- 4. a bad answer from one source never costs the row what the others gave -------------------
 
 
-@pytest.mark.xfail(
-    reason="open: one row (seed 3, row 45) still loses its body-stated licence when "
-    "Unpaywall answers deep JSON, since the Springer fix; to investigate",
-    strict=False,
-)
 async def test_deep_json_from_one_licence_source_leaves_the_others_facts(
     fake: FakeUpstream,
 ) -> None:
