@@ -8,7 +8,7 @@ from xml.sax.saxutils import escape
 
 import pytest
 
-from litfetch_df.files import Blob, File
+from litfetch_df.files import Blob, File, FileKind
 from litfetch_df.text import Document, read_text
 
 _JATS = (
@@ -23,7 +23,7 @@ def _doc(body: str, abstract: str = "", refs: str = "", **kw: str) -> Document:
 
 
 def test_tails_kept_and_inline_joined_without_spaces() -> None:
-    doc = _doc("<sec><title>Intro</title><p>CO<sub>2</sub> and <italic>E. coli</italic>s grow [<xref ref-type='bibr' rid='r1'>1</xref>].</p></sec>")
+    doc = _doc("<sec><title>Introduction</title><p>CO<sub>2</sub> and <italic>E. coli</italic>s grow [<xref ref-type='bibr' rid='r1'>1</xref>].</p></sec>")
     assert doc.paragraphs[0].text == "CO2 and E. colis grow [1]."
     assert doc.sections[0].section_type == "introduction"
     cite = doc.citations[0]
@@ -104,7 +104,7 @@ def test_bad_bodies_get_text_error(body: bytes, reason: str) -> None:
 
 
 def test_blob_accepted() -> None:
-    blob = Blob(File(url="u", media_type="application/xml", source="pmc"), _JATS.format(body="<p>hi</p>", abstract="", refs="").encode())
+    blob = Blob(File(kind=FileKind.BODY, source="pmc", media_type="application/xml"), _JATS.format(body="<p>hi</p>", abstract="", refs="").encode())
     assert read_text(blob).paragraphs[0].text == "hi"
 
 
@@ -112,11 +112,11 @@ _INLINE = ("italic", "bold", "sub", "sup", "sc", "underline", "monospace")
 _WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa")
 
 
-def _gen(rng: random.Random, depth: int, tokens: list[str]) -> str:
+def _gen(rng: random.Random, depth: int, tokens: list[str], prefix: str = "") -> str:
     """A random mixed-content fragment; every text node is a fresh token."""
 
     def tok() -> str:
-        t = f"{rng.choice(_WORDS)}{len(tokens)}"
+        t = f"{prefix}{rng.choice(_WORDS)}{len(tokens)}"
         tokens.append(t)
         return t
 
@@ -124,7 +124,7 @@ def _gen(rng: random.Random, depth: int, tokens: list[str]) -> str:
     for _ in range(rng.randint(0, 3)):
         if depth and rng.random() < 0.6:
             name = rng.choice(_INLINE + ("xref", "unknown-inline"))
-            out.append(f"<{name}>{_gen(rng, depth - 1, tokens)}</{name}>")
+            out.append(f"<{name}>{_gen(rng, depth - 1, tokens, prefix)}</{name}>")
         else:
             out.append(escape(" & "))
         out.append(f" {tok()} ")
@@ -144,7 +144,7 @@ def test_every_generated_text_node_is_in_output_or_text_loss(seed: int) -> None:
     lost: list[str] = []
     extra = ""
     if rng.random() < 0.5:
-        extra = f"<sub-article><body><p>{_gen(rng, 1, lost)}</p></body></sub-article>"
+        extra = f"<sub-article><body><p>{_gen(rng, 1, lost, 'lost')}</p></body></sub-article>"
     raw = _JATS.format(body="".join(secs), abstract="", refs="").replace("</article>", extra + "</article>")
     doc = read_text(raw.encode())
     text = "\n".join(

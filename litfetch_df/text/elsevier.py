@@ -13,7 +13,7 @@ from .sections import section_type
 __all__ = ["read_elsevier"]
 
 _OWN = frozenset({"label", "caption", "figure", "table", "float-anchor", "display", "textbox",
-                  "section-title", "footnote", "bibliography", "inter-ref-title"})
+                  "section-title", "footnote", "bibliography", "inter-ref-title", "e-component"})
 
 
 def _first(el: etree._Element, *names: str) -> etree._Element | None:
@@ -47,7 +47,7 @@ class _Reader:
         self.offset += len(text)
         # Floats inside a paragraph still get their captions.
         for f in el.iter():
-            if local_name(f) in ("figure", "table"):
+            if local_name(f) in ("figure", "table", "e-component"):
                 self.caption(f)
 
     def caption(self, el: etree._Element) -> None:
@@ -57,7 +57,7 @@ class _Reader:
             tuple(_text(e) for e in row if local_name(e) == "entry")
             for row in el.iter() if local_name(row) == "row"
         )
-        kind = "table" if local_name(el) == "table" else "figure"
+        kind = {"table": "table", "e-component": "supplementary"}.get(local_name(el), "figure")
         self.captions.append(Caption(kind, _text(label), self.r.text(cap, skip=frozenset()) if cap is not None else "", cells))
 
     def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
@@ -83,7 +83,7 @@ class _Reader:
                 subs.extend(self.blocks(child, path, kind))
             elif name in ("para", "simple-para", "list", "display", "formula", "displayed-quote"):
                 self.para(child, path, kind)
-            elif name in ("figure", "table", "float-anchor"):
+            elif name in ("figure", "table", "e-component", "float-anchor"):
                 if name != "float-anchor":
                     self.caption(child)
             elif name in ("section-title", "label", "bibliography"):
@@ -134,11 +134,15 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
             if local_name(ab) == "abstract":
                 paras = [reader.r.text(p, skip=_OWN) for p in ab.iter() if local_name(p) in ("simple-para", "para")]
                 lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
-                abstracts.append(Abstract(clean(" ".join(paras)), ab.get("class", ""), lang))
+                head = _text(next((c for c in ab if local_name(c) == "section-title"), None))
+                abstracts.append(Abstract(clean(" ".join(paras)), ab.get("class", ""), lang, head))
             elif local_name(ab) == "keyword":
                 keywords.append(_text(ab))
     # Elsevier's main abstract has class "author"; the frame's main abstract is the type-less one.
-    abstracts = [Abstract(a.text, "" if a.abstract_type == "author" else a.abstract_type, a.language) for a in abstracts]
+    abstracts = [
+        Abstract(a.text, "" if a.abstract_type == "author" else a.abstract_type, a.language, a.title)
+        for a in abstracts
+    ]
     sections: list[Section] = []
     body = _first(article, "body")
     if body is not None:
@@ -146,6 +150,11 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
     tail = _first(article, "tail", "back")
     if tail is not None:
         sections.extend(reader.blocks(tail, (), "other"))
+    # Floats sit apart from the body, in <ce:floats>; supplementary files are e-components.
+    for floats in (f for f in article.iter() if local_name(f) == "floats"):
+        for child in floats:
+            if local_name(child) in ("figure", "table", "e-component"):
+                reader.caption(child)
     refs = [_reference(b) for b in article.iter() if local_name(b) == "bib-reference"]
     return Document(
         text_format="elsevier",

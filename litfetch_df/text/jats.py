@@ -18,6 +18,10 @@ _PARA = frozenset({"p", "disp-quote", "list", "def-list", "boxed-text", "stateme
                    "disp-formula", "speech", "preformat", "code", "array"})
 
 
+# A footnote's label ("a", "*") is its own token, never glued to the first word.
+_LABEL = frozenset({"label"})
+
+
 def _children(el: etree._Element, *names: str) -> list[etree._Element]:
     return [c for c in el if local_name(c) in names]
 
@@ -67,8 +71,11 @@ class _Reader:
                     self.r.text(cap, skip=frozenset()) if cap is not None else "", tuple(cells))
         )
         for fn in el.iter():
-            if local_name(fn) == "fn":
-                self.footnotes.append(self.r.text(fn, skip=frozenset()))
+            # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs.
+            if local_name(fn) == "table-wrap-foot" and not any(local_name(c) == "fn" for c in fn.iter()):
+                self.footnotes.append(self.r.text(fn, skip=_LABEL))
+            elif local_name(fn) == "fn":
+                self.footnotes.append(self.r.text(fn, skip=_LABEL))
 
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
         """Walk a section-like container; return its subsections."""
@@ -174,7 +181,8 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
                 parts = [reader.r.text(c) for c in ab if local_name(c) not in ("title", "label", "object-id")]
                 text = clean(" ".join(p for p in parts if p)) or reader.r.text(ab)
                 lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
-                abstracts.append(Abstract(text, ab.get("abstract-type", ""), lang))
+                head = _children(ab, "title")
+                abstracts.append(Abstract(text, ab.get("abstract-type", ""), lang, reader.r.text(head[0]) if head else ""))
             elif local_name(ab) in ("kwd", "compound-kwd"):
                 keywords.append(clean("".join(ab.itertext())))
     sections: list[Section] = []

@@ -56,6 +56,7 @@ class Abstract:
     text: str
     abstract_type: str
     language: str
+    title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
