@@ -25,7 +25,17 @@ _WORD = re.compile(r"[^\W\d_]{4,}")
 # CRAFT appends "Click here for additional data file." to each supplementary entry and a
 # "Figures and Tables" block heading; docling writes "image" comments and pipe-table cells.
 _ADDED = {
-    "craft": Counter({"click": 10**6, "here": 10**6, "additional": 0, "data": 0, "file": 0, "figures": 1, "tables": 1}),
+    "craft": Counter(
+        {
+            "click": 10**6,
+            "here": 10**6,
+            "additional": 0,
+            "data": 0,
+            "file": 0,
+            "figures": 1,
+            "tables": 1,
+        }
+    ),
 }
 
 
@@ -44,7 +54,12 @@ def _titles(sections: tuple[Section, ...]) -> list[str]:
 
 def everything(doc: Document) -> str:
     """All text the document holds, for recall (prose, titles, captions, cells, footnotes, refs)."""
-    parts = [doc.title, *(a.title + "\n" + a.text for a in doc.abstracts), doc.body_text, *_titles(doc.sections)]
+    parts = [
+        doc.title,
+        *(a.title + "\n" + a.text for a in doc.abstracts),
+        doc.body_text,
+        *_titles(doc.sections),
+    ]
     for c in doc.captions:
         parts += [c.label, c.caption, *(" ".join(r) for r in c.cells)]
     parts += list(doc.footnotes) + list(doc.keywords)
@@ -55,7 +70,9 @@ def craft_section_heads(stem: str) -> set[str]:
     """The first line of each CRAFT ``section`` span (typography spans are left out)."""
     root = etree.parse(str(FIXTURES / f"{stem}.craft-sections.knowtator.xml")).getroot()
     sections = {
-        cm.get("id") for cm in root.iter("classMention") if cm.find("mentionClass").get("id") == "section"
+        cm.get("id")
+        for cm in root.iter("classMention")
+        if cm.find("mentionClass").get("id") == "section"
     }
     heads = set()
     for ann in root.iter("annotation"):
@@ -102,7 +119,7 @@ def test_craft_word_recall_titles_references_captions(stem: str) -> None:
     wanted = {h for h in heads if not re.match(r"(Figure|Table|Figures)\b", h)}
     xml = (FIXTURES / f"{stem}.nxml").read_text(encoding="utf-8")
     assert len(doc.references) == xml.count("<ref ")
-    assert len([c for c in doc.captions if c.kind in ("figure", "table")]) >= xml.count("<fig ") 
+    assert len([c for c in doc.captions if c.kind in ("figure", "table")]) >= xml.count("<fig ")
     missing = {h for h in wanted if h not in titles}
     assert not missing
 
@@ -124,7 +141,9 @@ def test_docling_word_recall_titles_references(stem: str) -> None:
     body, _, refs = md.partition("\n## References")
     # Quirk: docling's author and affiliation paragraphs (2nd and 3rd blocks) are front matter.
     blocks = body.split("\n\n")
-    prose = "\n\n".join(b for i, b in enumerate(blocks) if i not in (1, 2) and "<!-- image -->" not in b)
+    prose = "\n\n".join(
+        b for i, b in enumerate(blocks) if i not in (1, 2) and "<!-- image -->" not in b
+    )
     truth = words("\n".join(_unspan(line) for line in prose.splitlines()))
     # Quirk: docling heads an untitled abstract "Abstract"; the XML has no such word.
     truth["abstract"] -= sum(1 for a in doc.abstracts if not a.title)

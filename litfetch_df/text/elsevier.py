@@ -12,8 +12,22 @@ from .sections import section_type
 
 __all__ = ["read_elsevier"]
 
-_OWN = frozenset({"label", "caption", "figure", "table", "float-anchor", "display", "textbox",
-                  "section-title", "footnote", "bibliography", "inter-ref-title", "e-component"})
+_OWN = frozenset(
+    {
+        "label",
+        "caption",
+        "figure",
+        "table",
+        "float-anchor",
+        "display",
+        "textbox",
+        "section-title",
+        "footnote",
+        "bibliography",
+        "inter-ref-title",
+        "e-component",
+    }
+)
 
 
 def _first(el: etree._Element, *names: str) -> etree._Element | None:
@@ -43,7 +57,9 @@ class _Reader:
             self.offset += 2
         index = len(self.paragraphs)
         self.paragraphs.append(Paragraph(text, path, kind, self.offset, self.offset + len(text)))
-        self.citations.extend(Citation(rid, index, s, e) for rids, s, e in self.r.citations for rid in rids.split())
+        self.citations.extend(
+            Citation(rid, index, s, e) for rids, s, e in self.r.citations for rid in rids.split()
+        )
         self.offset += len(text)
         # Floats inside a paragraph still get their captions.
         for f in el.iter():
@@ -55,10 +71,18 @@ class _Reader:
         label = next((c for c in el if local_name(c) == "label"), None)
         cells = tuple(
             tuple(_text(e) for e in row if local_name(e) == "entry")
-            for row in el.iter() if local_name(row) == "row"
+            for row in el.iter()
+            if local_name(row) == "row"
         )
         kind = {"table": "table", "e-component": "supplementary"}.get(local_name(el), "figure")
-        self.captions.append(Caption(kind, _text(label), self.r.text(cap, skip=frozenset()) if cap is not None else "", cells))
+        self.captions.append(
+            Caption(
+                kind,
+                _text(label),
+                self.r.text(cap, skip=frozenset()) if cap is not None else "",
+                cells,
+            )
+        )
 
     def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
         title = _text(next((c for c in el if local_name(c) == "section-title"), None))
@@ -101,7 +125,8 @@ def _reference(bib: etree._Element) -> Reference:
     if sb is not None:
         authors = tuple(
             " ".join(p for p in (_text(_first(a, "surname")), _text(_first(a, "given-name"))) if p)
-            for a in sb.iter() if local_name(a) in ("author", "collaboration")
+            for a in sb.iter()
+            if local_name(a) in ("author", "collaboration")
         )
         contribution = _first(sb, "contribution")
         title = _text(_first(contribution, "maintitle")) if contribution is not None else ""
@@ -114,12 +139,22 @@ def _reference(bib: etree._Element) -> Reference:
             doi = _text(_first(host, "doi"))
     if not doi:
         doi = _text(_first(bib, "doi"))
-    return Reference(bib.get("id", ""), label, doi, "", "", title, source, year, authors,
-                     clean(" ".join(t for c in bib if local_name(c) != "label" for t in c.itertext())))
+    return Reference(
+        bib.get("id", ""),
+        label,
+        doi,
+        "",
+        "",
+        title,
+        source,
+        year,
+        authors,
+        clean(" ".join(t for c in bib if local_name(c) != "label" for t in c.itertext())),
+    )
 
 
 def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
-    """Read a parsed Elsevier full-text tree (``xocs:doc`` or ``ja:article``) into a :class:`Document`."""
+    """Read a parsed Elsevier full-text tree (``xocs:doc`` or ``ja:article``) into a Document."""
     reader = _Reader(math)
     found = _first(root, "article", "simple-article", "book-review", "converted-article")
     # An lxml element with no children is falsy, so test for None rather than use ``or``.
@@ -132,7 +167,11 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
     if head is not None:
         for ab in head.iter():
             if local_name(ab) == "abstract":
-                paras = [reader.r.text(p, skip=_OWN) for p in ab.iter() if local_name(p) in ("simple-para", "para")]
+                paras = [
+                    reader.r.text(p, skip=_OWN)
+                    for p in ab.iter()
+                    if local_name(p) in ("simple-para", "para")
+                ]
                 lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
                 head = _text(next((c for c in ab if local_name(c) == "section-title"), None))
                 abstracts.append(Abstract(clean(" ".join(paras)), ab.get("class", ""), lang, head))
@@ -140,7 +179,9 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
                 keywords.append(_text(ab))
     # Elsevier's main abstract has class "author"; the frame's main abstract is the type-less one.
     abstracts = [
-        Abstract(a.text, "" if a.abstract_type == "author" else a.abstract_type, a.language, a.title)
+        Abstract(
+            a.text, "" if a.abstract_type == "author" else a.abstract_type, a.language, a.title
+        )
         for a in abstracts
     ]
     sections: list[Section] = []
@@ -170,4 +211,3 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
         citations=tuple(reader.citations),
         text_loss=as_losses(reader.r),
     )
-

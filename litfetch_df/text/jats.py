@@ -5,17 +5,31 @@ from __future__ import annotations
 from lxml import etree
 
 from .._xml import local_name
+from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
 from .render import BLOCK, LOST, OWN_FIELD, Renderer, clean
 from .sections import section_type
-from .losses import as_losses
 
 __all__ = ["read_jats"]
 
 _CITATIONS = ("element-citation", "mixed-citation", "citation", "nlm-citation")
 # Containers whose children are walked as sections or paragraphs.
-_PARA = frozenset({"p", "disp-quote", "list", "def-list", "boxed-text", "statement", "verse-group",
-                   "disp-formula", "speech", "preformat", "code", "array"})
+_PARA = frozenset(
+    {
+        "p",
+        "disp-quote",
+        "list",
+        "def-list",
+        "boxed-text",
+        "statement",
+        "verse-group",
+        "disp-formula",
+        "speech",
+        "preformat",
+        "code",
+        "array",
+    }
+)
 
 
 # A footnote's label ("a", "*") is its own token, never glued to the first word.
@@ -65,16 +79,25 @@ class _Reader:
         cells: list[tuple[str, ...]] = []
         for tr in el.iter():
             if local_name(tr) == "tr":
-                cells.append(tuple(clean("".join(td.itertext())) for td in tr if local_name(td) in ("td", "th")))
+                cells.append(
+                    tuple(
+                        clean("".join(td.itertext())) for td in tr if local_name(td) in ("td", "th")
+                    )
+                )
         self.captions.append(
-            Caption(kind, clean("".join(label.itertext())) if label is not None else "",
-                    self.r.text(cap, skip=frozenset()) if cap is not None else "", tuple(cells))
+            Caption(
+                kind,
+                clean("".join(label.itertext())) if label is not None else "",
+                self.r.text(cap, skip=frozenset()) if cap is not None else "",
+                tuple(cells),
+            )
         )
         for fn in el.iter():
             # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs.
-            if local_name(fn) == "table-wrap-foot" and not any(local_name(c) == "fn" for c in fn.iter()):
-                self.footnotes.append(self.r.text(fn, skip=_LABEL))
-            elif local_name(fn) == "fn":
+            if (
+                local_name(fn) == "table-wrap-foot"
+                and not any(local_name(c) == "fn" for c in fn.iter())
+            ) or local_name(fn) == "fn":
                 self.footnotes.append(self.r.text(fn, skip=_LABEL))
 
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
@@ -87,17 +110,37 @@ class _Reader:
             elif name in _PARA:
                 self.add_paragraph(child, path, kind)
             elif name in ("fig", "table-wrap", "fig-group", "table-wrap-group"):
-                for one in ([child] if name in ("fig", "table-wrap") else _children(child, "fig", "table-wrap")):
+                for one in (
+                    [child]
+                    if name in ("fig", "table-wrap")
+                    else _children(child, "fig", "table-wrap")
+                ):
                     self.caption(one)
             elif name == "supplementary-material":
                 self.caption(child)
             elif name in ("fn-group", "fn"):
-                for fn in ([child] if name == "fn" else _children(child, "fn")):
+                for fn in [child] if name == "fn" else _children(child, "fn"):
                     self.footnotes.append(self.r.text(fn, skip=frozenset({"label"})))
-            elif name in ("title", "label", "sec-meta", "book-part-meta", "ref-list", "object-id", "graphic"):
+            elif name in (
+                "title",
+                "label",
+                "sec-meta",
+                "book-part-meta",
+                "ref-list",
+                "object-id",
+                "graphic",
+            ):
                 continue
-            elif name in ("body", "book-body", "back", "front-matter", "book-back", "named-book-part-body",
-                          "app-group", "body-part"):
+            elif name in (
+                "body",
+                "book-body",
+                "back",
+                "front-matter",
+                "book-back",
+                "named-book-part-body",
+                "app-group",
+                "body-part",
+            ):
                 subs.extend(self.blocks(child, path, kind))
             elif name and name in LOST:
                 self.r.lose(child)
@@ -119,9 +162,13 @@ class _Reader:
             title = "Acknowledgements"
         label_el = _children(el, "label")
         label = clean("".join(label_el[0].itertext())) if label_el else ""
-        kind = section_type(el.get("sec-type", "") or el.get("notes-type", "") or
-                            ("acknowledgements" if name == "ack" else "") or
-                            ("supplementary" if name == "app" and not title else ""), title)
+        kind = section_type(
+            el.get("sec-type", "")
+            or el.get("notes-type", "")
+            or ("acknowledgements" if name == "ack" else "")
+            or ("supplementary" if name == "app" and not title else ""),
+            title,
+        )
         path = (*parent, title)
         children = self.blocks(el, path, kind)
         return Section(title, label, kind, len(path), path, children)
@@ -142,15 +189,21 @@ def _reference(ref: etree._Element) -> Reference:
     for c in cit.iter():
         if local_name(c) == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
-        elif local_name(c) == "ext-link" and "doi.org/" in (c.get("{http://www.w3.org/1999/xlink}href") or ""):
-            ids.setdefault("doi", (c.get("{http://www.w3.org/1999/xlink}href") or "").split("doi.org/", 1)[1])
+        elif local_name(c) == "ext-link" and "doi.org/" in (
+            c.get("{http://www.w3.org/1999/xlink}href") or ""
+        ):
+            ids.setdefault(
+                "doi", (c.get("{http://www.w3.org/1999/xlink}href") or "").split("doi.org/", 1)[1]
+            )
 
     def field(*names: str) -> str:
         found = _first(cit, *names)
         return clean("".join(found.itertext())) if found is not None else ""
 
     label = _children(ref, "label")
-    authors = tuple(_person(p) for p in cit.iter() if local_name(p) in ("name", "string-name", "collab"))
+    authors = tuple(
+        _person(p) for p in cit.iter() if local_name(p) in ("name", "string-name", "collab")
+    )
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
@@ -178,17 +231,36 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
     if meta is not None:
         for ab in meta.iter():
             if local_name(ab) in ("abstract", "trans-abstract"):
-                parts = [reader.r.text(c) for c in ab if local_name(c) not in ("title", "label", "object-id")]
+                parts = [
+                    reader.r.text(c)
+                    for c in ab
+                    if local_name(c) not in ("title", "label", "object-id")
+                ]
                 text = clean(" ".join(p for p in parts if p)) or reader.r.text(ab)
                 lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
                 head = _children(ab, "title")
-                abstracts.append(Abstract(text, ab.get("abstract-type", ""), lang, reader.r.text(head[0]) if head else ""))
+                abstracts.append(
+                    Abstract(
+                        text,
+                        ab.get("abstract-type", ""),
+                        lang,
+                        reader.r.text(head[0]) if head else "",
+                    )
+                )
             elif local_name(ab) in ("kwd", "compound-kwd"):
                 keywords.append(clean("".join(ab.itertext())))
     sections: list[Section] = []
     for part in root:
         name = local_name(part)
-        if name in ("body", "back", "book-body", "book-back", "book-part", "chapter", "named-book-part-body"):
+        if name in (
+            "body",
+            "back",
+            "book-body",
+            "book-back",
+            "book-part",
+            "chapter",
+            "named-book-part-body",
+        ):
             sections.extend(reader.blocks(part, (), "other"))
         elif name in ("sub-article", "response"):
             reader.r.lose(part)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..files import Blob
 from .._xml import XmlError, local_name, parse_xml
+from ..files import Blob
 from .elsevier import read_elsevier
 from .jats import read_jats
 from .model import Document
@@ -14,7 +14,9 @@ MATH_MODES = ("tex", "placeholder")
 """Values of ``math=``: TeX where present else MathML text, or always a placeholder."""
 
 _JATS_ROOTS = frozenset({"article", "book", "book-part", "book-part-wrapper", "chapter"})
-_ELSEVIER_ROOTS = frozenset({"doc", "full-text-retrieval-response", "simple-article", "converted-article"})
+_ELSEVIER_ROOTS = frozenset(
+    {"doc", "full-text-retrieval-response", "simple-article", "converted-article"}
+)
 
 
 def read_text(body: bytes | Blob, *, math: str = "tex") -> Document:

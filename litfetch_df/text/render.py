@@ -1,4 +1,4 @@
-"""Rendering one element's text: tails kept, inline joined, blocks separated, NFC, losses counted."""
+"""Rendering one element's text: tails kept, inline joined, blocks separated, NFC."""
 
 from __future__ import annotations
 
@@ -17,14 +17,53 @@ _SPACE = re.compile(r"\s+")
 
 # Elements whose text belongs to a field of its own, never to the prose around them.
 OWN_FIELD = frozenset(
-    {"label", "caption", "fig", "table-wrap", "table-wrap-foot", "fn", "fn-group", "ref-list",
-     "float", "figure", "table", "display", "object-id", "alt-text", "graphic"}
+    {
+        "label",
+        "caption",
+        "fig",
+        "table-wrap",
+        "table-wrap-foot",
+        "fn",
+        "fn-group",
+        "ref-list",
+        "float",
+        "figure",
+        "table",
+        "display",
+        "object-id",
+        "alt-text",
+        "graphic",
+    }
 )
 # Elements that start a new block (a space is put either side of their text).
 BLOCK = frozenset(
-    {"p", "list", "list-item", "def-list", "def-item", "term", "def", "disp-quote", "boxed-text",
-     "title", "sec", "statement", "para", "simple-para", "list-item", "verse-group", "verse-line",
-     "address", "tr", "td", "th", "entry", "row", "br", "section-title", "disp-formula"}
+    {
+        "p",
+        "list",
+        "list-item",
+        "def-list",
+        "def-item",
+        "term",
+        "def",
+        "disp-quote",
+        "boxed-text",
+        "title",
+        "sec",
+        "statement",
+        "para",
+        "simple-para",
+        "verse-group",
+        "verse-line",
+        "address",
+        "tr",
+        "td",
+        "th",
+        "entry",
+        "row",
+        "br",
+        "section-title",
+        "disp-formula",
+    }
 )
 # Elements dropped on purpose with their text counted as lost.
 LOST = frozenset({"sub-article", "response", "processing-meta", "private-char", "inline-graphic"})
@@ -93,7 +132,11 @@ class Renderer:
         text = "".join(out)
         stripped = text.rstrip()
         self.citations = [
-            (rid, min(mapping[min(s, len(raw))], len(stripped)), min(mapping[min(e, len(raw))], len(stripped)))
+            (
+                rid,
+                min(mapping[min(s, len(raw))], len(stripped)),
+                min(mapping[min(e, len(raw))], len(stripped)),
+            )
             for rid, s, e in self.citations
         ]
         return stripped

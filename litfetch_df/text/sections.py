@@ -10,22 +10,31 @@ __all__ = ["SECTION_TYPES", "section_type"]
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
     for kind, pattern in (
-        ("data availability", r"data (availability|accessibility|sharing)|availability of (data|supporting)"),
-        ("competing interests", r"competing|conflicts? of interest|declaration of interest|disclosure"),
+        (
+            "data availability",
+            r"data (availability|accessibility|sharing)|availability of (data|supporting)",
+        ),
+        (
+            "competing interests",
+            r"competing|conflicts? of interest|declaration of interest|disclosure",
+        ),
         ("author contributions", r"author'?s'? contributions?|contributions"),
         ("acknowledgements", r"acknowledge?ments?"),
         ("funding", r"funding|financial support|grant"),
         ("supplementary", r"supplementary|supporting information|additional (data )?files?"),
         ("abbreviations", r"abbreviations"),
         ("introduction", r"introduction|background"),
-        ("methods", r"methods?|materials|experimental( procedures| section)?|methodology|procedures"),
+        (
+            "methods",
+            r"methods?|materials|experimental( procedures| section)?|methodology|procedures",
+        ),
         ("results", r"results"),
         ("discussion", r"discussion"),
         ("conclusions", r"conclusions?|concluding|summary"),
     )
 )
 
-SECTION_TYPES: tuple[str, ...] = tuple(k for k, _ in _RULES) + ("other",)
+SECTION_TYPES: tuple[str, ...] = (*tuple(k for k, _ in _RULES), "other")
 """Every value :func:`section_type` can return."""
 
 
