@@ -7,7 +7,7 @@ from lxml import etree
 from .._xml import local_name
 from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
-from .render import Renderer, clean
+from .render import Renderer, all_text, clean, strings
 from .sections import section_type
 
 __all__ = ["read_elsevier"]
@@ -38,7 +38,7 @@ def _first(el: etree._Element, *names: str) -> etree._Element | None:
 
 
 def _text(el: etree._Element | None) -> str:
-    return clean("".join(el.itertext())) if el is not None else ""
+    return clean(all_text(el)) if el is not None else ""
 
 
 class _Reader:
@@ -149,7 +149,7 @@ def _reference(bib: etree._Element) -> Reference:
         source,
         year,
         authors,
-        clean(" ".join(t for c in bib if local_name(c) != "label" for t in c.itertext())),
+        clean(" ".join(t for c in bib if local_name(c) != "label" for t in strings(c))),
     )
 
 
@@ -173,8 +173,10 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
                     if local_name(p) in ("simple-para", "para")
                 ]
                 lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
-                head = _text(next((c for c in ab if local_name(c) == "section-title"), None))
-                abstracts.append(Abstract(clean(" ".join(paras)), ab.get("class", ""), lang, head))
+                heading = _text(next((c for c in ab if local_name(c) == "section-title"), None))
+                abstracts.append(
+                    Abstract(clean(" ".join(paras)), ab.get("class", ""), lang, heading)
+                )
             elif local_name(ab) == "keyword":
                 keywords.append(_text(ab))
     # Elsevier's main abstract has class "author"; the frame's main abstract is the type-less one.

@@ -7,7 +7,7 @@ from lxml import etree
 from .._xml import local_name
 from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
-from .render import BLOCK, LOST, OWN_FIELD, Renderer, clean
+from .render import BLOCK, LOST, OWN_FIELD, Renderer, all_text, clean, strings
 from .sections import section_type
 
 __all__ = ["read_jats"]
@@ -80,14 +80,12 @@ class _Reader:
         for tr in el.iter():
             if local_name(tr) == "tr":
                 cells.append(
-                    tuple(
-                        clean("".join(td.itertext())) for td in tr if local_name(td) in ("td", "th")
-                    )
+                    tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
                 )
         self.captions.append(
             Caption(
                 kind,
-                clean("".join(label.itertext())) if label is not None else "",
+                clean(all_text(label)) if label is not None else "",
                 self.r.text(cap, skip=frozenset()) if cap is not None else "",
                 tuple(cells),
             )
@@ -161,7 +159,7 @@ class _Reader:
         if not title and name == "ack":
             title = "Acknowledgements"
         label_el = _children(el, "label")
-        label = clean("".join(label_el[0].itertext())) if label_el else ""
+        label = clean(all_text(label_el[0])) if label_el else ""
         kind = section_type(
             el.get("sec-type", "")
             or el.get("notes-type", "")
@@ -177,8 +175,8 @@ class _Reader:
 def _person(el: etree._Element) -> str:
     sur = _first(el, "surname")
     given = _first(el, "given-names")
-    parts = [clean("".join(x.itertext())) for x in (sur, given) if x is not None]
-    return " ".join(p for p in parts if p) or clean("".join(el.itertext()))
+    parts = [clean(all_text(x)) for x in (sur, given) if x is not None]
+    return " ".join(p for p in parts if p) or clean(all_text(el))
 
 
 def _reference(ref: etree._Element) -> Reference:
@@ -198,7 +196,7 @@ def _reference(ref: etree._Element) -> Reference:
 
     def field(*names: str) -> str:
         found = _first(cit, *names)
-        return clean("".join(found.itertext())) if found is not None else ""
+        return clean(all_text(found)) if found is not None else ""
 
     label = _children(ref, "label")
     authors = tuple(
@@ -207,7 +205,7 @@ def _reference(ref: etree._Element) -> Reference:
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
-        label=clean("".join(label[0].itertext())) if label else "",
+        label=clean(all_text(label[0])) if label else "",
         doi=ids.get("doi", ""),
         pmid=ids.get("pmid", ""),
         pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
@@ -215,7 +213,7 @@ def _reference(ref: etree._Element) -> Reference:
         source=field("source"),
         year=field("year"),
         authors=authors,
-        raw=clean(" ".join(t for t in raw_src.itertext())),
+        raw=clean(" ".join(t for t in strings(raw_src))),
     )
 
 
@@ -248,7 +246,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
                     )
                 )
             elif local_name(ab) in ("kwd", "compound-kwd"):
-                keywords.append(clean("".join(ab.itertext())))
+                keywords.append(clean(all_text(ab)))
     sections: list[Section] = []
     for part in root:
         name = local_name(part)

@@ -11,7 +11,7 @@ from lxml import etree
 
 from .._xml import local_name
 
-__all__ = ["Renderer", "clean"]
+__all__ = ["Renderer", "all_text", "clean", "strings"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -69,6 +69,16 @@ BLOCK = frozenset(
 LOST = frozenset({"sub-article", "response", "processing-meta", "private-char", "inline-graphic"})
 
 
+def strings(el: etree._Element) -> list[str]:
+    """Every text node under ``el`` (the stubs say str | bytes; parsed XML gives str)."""
+    return [t for t in el.itertext() if isinstance(t, str)]
+
+
+def all_text(el: etree._Element) -> str:
+    """Every text node under ``el``, joined as is."""
+    return "".join(strings(el))
+
+
 def clean(text: str) -> str:
     """NFC and collapsed whitespace, no ASCII folding."""
     return _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
@@ -88,7 +98,7 @@ class Renderer:
         """Count ``el``'s text (not its tail) as not rendered."""
         name = local_name(el)
         self.loss[name] += 1
-        self.loss_chars[name] += len(clean("".join(el.itertext())))
+        self.loss_chars[name] += len(clean(all_text(el)))
 
     def text(self, el: etree._Element, *, skip: frozenset[str] = OWN_FIELD) -> str:
         """The cleaned text of ``el`` without its tail; in-text citations recorded by offset."""
@@ -190,9 +200,9 @@ class Renderer:
         elif tex and tex[0].text:
             text, notation = clean(tex[0].text), "tex"
         elif mml:
-            text, notation = clean("".join(mml[0].itertext())), "mathml"
+            text, notation = clean(all_text(mml[0])), "mathml"
         else:
-            rest = clean("".join(t for c in el if local_name(c) != "label" for t in c.itertext()))
+            rest = clean("".join(t for c in el if local_name(c) != "label" for t in strings(c)))
             if rest:
                 text, notation = rest, "mathml"
             else:
