@@ -1107,10 +1107,62 @@ class World:
             "publication_year": 2026,
             "ids": ids,
         }
+        work.update(self._openalex_access(a))
         if select:
             wanted = [s.strip() for s in select.split(",") if s.strip()]
             return {k: work.get(k) for k in wanted}
         return work
+
+    @staticmethod
+    def _openalex_access(a: Article) -> dict[str, Any]:
+        """A work's OA facts, from the same pipeline as its Unpaywall record (since 2025).
+
+        ``open_access`` / ``best_oa_location`` / ``locations`` in OpenAlex's shape: the
+        best location carries the same PDF link, licence code and version as the
+        Unpaywall answer; ``locations`` also lists the closed publisher copy.
+        """
+        doi_url = f"https://doi.org/{a.doi.lower()}" if a.doi else None
+        licence = _UNPAYWALL_LICENCE.get(a.licence) if a.licence and a.is_open else None
+        best: dict[str, Any] | None = None
+        if a.is_open:
+            repository = a.oa_status == "green"
+            best = {
+                "is_oa": True,
+                "landing_page_url": doi_url,
+                "pdf_url": a.pdf_url,
+                "source": {
+                    "display_name": "Europe PMC" if repository else "Journal of Synthetic Examples",
+                    "type": "repository" if repository else "journal",
+                },
+                "license": licence,
+                "license_id": f"https://openalex.org/licenses/{licence}" if licence else None,
+                "version": "acceptedVersion" if a.is_manuscript else "publishedVersion",
+                "is_accepted": True,
+                "is_published": not a.is_manuscript,
+            }
+        publisher = {
+            "is_oa": a.is_open and a.oa_status != "green",
+            "landing_page_url": doi_url,
+            "pdf_url": None,
+            "source": {"display_name": "Journal of Synthetic Examples", "type": "journal"},
+            "license": None,
+            "license_id": None,
+            "version": "publishedVersion",
+            "is_accepted": True,
+            "is_published": True,
+        }
+        locations = [best, publisher] if best else [publisher]
+        return {
+            "open_access": {
+                "is_oa": a.is_open,
+                "oa_status": a.oa_status,
+                "oa_url": (a.pdf_url or doi_url) if a.is_open else None,
+                "any_repository_has_fulltext": a.oa_status == "green",
+            },
+            "best_oa_location": best,
+            "locations": locations,
+            "locations_count": len(locations),
+        }
 
     # -- PMC S3 bucket -----------------------------------------------------------------------
 
