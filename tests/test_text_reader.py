@@ -71,6 +71,11 @@ def test_math_tex_then_mathml_then_placeholder() -> None:
     assert "[formula]" in doc.paragraphs[0].text and doc.text_loss[0].element == "formula-image"
 
 
+def test_block_formula_image_only_is_counted() -> None:
+    doc = _doc("<sec><title>M</title><p>a</p><disp-formula><graphic/></disp-formula></sec>")
+    assert [(x.element, x.count) for x in doc.text_loss] == [("formula-image", 1)]
+
+
 def test_captions_and_cells_in_own_fields() -> None:
     doc = _doc(
         "<p>See</p><table-wrap><label>Table 1</label><caption><p>Cap<"

@@ -104,7 +104,12 @@ class Renderer:
         """The cleaned text of ``el`` without its tail; in-text citations recorded by offset."""
         self.citations = []
         parts: list[str] = []
-        self._walk(el, parts, skip, top=True)
+        if local_name(el) in ("inline-formula", "disp-formula", "formula"):
+            # A formula standing as a block of its own still goes through the math rules
+            # (an image-only one is counted as lost, not skipped).
+            self._math(el, parts, display=True)
+        else:
+            self._walk(el, parts, skip, top=True)
         raw = "".join(parts)
         # Record citations against the cleaned string by the markers placed in the walk.
         out: list[str] = []
