@@ -60,6 +60,7 @@ PLACED: dict[str, str] = {
     "litfetch_df.publishers": "values",
     "litfetch_df.limits": "values",
     "litfetch_df.serde": "values",
+    "litfetch_df.text": "values",
     "litfetch_df._clock": "http",
     "litfetch_df._http": "http",
     "litfetch_df._store": "http",
