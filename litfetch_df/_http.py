@@ -146,7 +146,7 @@ class RetryPolicy:
         return self.backoff(attempt)
 
 
-SANE_WAIT = 7 * 86400.0
+SANE_WAIT = 8 * 86400.0
 """The longest wait a header is believed about, in seconds.
 
 A daily quota resets within a day and no published window is longer than a

@@ -165,6 +165,11 @@ MEASURED_SENDS = 32
 COOLDOWN = 1.0
 
 
+BUDGET_HEADER_HOSTS = frozenset({"api.openalex.org"})
+"""Hosts whose ``X-RateLimit-*`` count a daily budget of one request kind (OpenAlex's list
+calls), not a rate window: holding the host on them would stop its free singletons too."""
+
+
 def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> _Plan:
     """Return the starting point and ceilings for ``host`` first asked at ``rate``.
 
@@ -675,6 +680,8 @@ class HostLimiter:
             if self.rate > self._ceiling():
                 self.rate = self._ceiling()
         for prefix in ("x-ratelimit-", "ratelimit-"):
+            if prefix == "x-ratelimit-" and self.host in BUDGET_HEADER_HOSTS:
+                continue  # a daily budget, not a window: the quota ledger reads it per kind
             remaining = _number(headers.get(prefix + "remaining"))
             reset = _number(headers.get(prefix + "reset"))
             if remaining is None or reset is None:

@@ -309,4 +309,6 @@ def _says_spent(headers: Mapping[str, str], body_head: bytes) -> bool:
     if usd is not None and usd <= 0:
         return True
     text = body_head[:2048].lower()
-    return any(word in text for word in (b"budget", b"quota", b"daily limit", b"per day"))
+    # "quota" alone is also how some hosts word a per-minute throttle; a day or a budget is not.
+    words = (b"budget", b"quota exceeded", b"daily", b"per day", b"quota_exceeded")
+    return any(word in text for word in words)

@@ -243,7 +243,9 @@ def request_kind(host: str, path: str, params: Mapping[str, str] | None = None) 
             return "search"
         return "fulltext"
     if name == "api.springernature.com":
-        return "fulltext" if "/openaccess/" in path else "list"
+        if "/openaccess/" in path:
+            return "fulltext"
+        return "list" if path.startswith(("/meta/", "/metadata/")) else "single"
     if name == "api.elsevier.com":
         return "fulltext"
     if name in ("eutils.ncbi.nlm.nih.gov", "pmc.ncbi.nlm.nih.gov"):

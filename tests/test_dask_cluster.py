@@ -8,6 +8,7 @@ real server on 127.0.0.1 that the workers reach through
 from __future__ import annotations
 
 import collections
+import dataclasses
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -48,15 +49,27 @@ def client() -> Iterator[Any]:
         yield client
 
 
-@pytest.fixture
-def world(fake: FakeUpstream) -> World:
-    world = World.from_corpus(24, seed=7)
+def _install(fake: FakeUpstream, world: World) -> World:
     # A burst of two, as real token buckets allow: the fake forgives a request that the
     # trip from the coordinator's grant to the wire (a loaded machine's jitter, up to one
     # interval) brings in early; the pace itself is judged on the coordinator's clock.
     limit = FakeLimit(per_second=UNPAYWALL_RATE, burst=2)
     world.install(fake, limits={HOST_UNPAYWALL: limit})
     return world
+
+
+@pytest.fixture
+def world(fake: FakeUpstream) -> World:
+    return _install(fake, World.from_corpus(24, seed=7))
+
+
+@pytest.fixture
+def unpaywall_world(fake: FakeUpstream) -> World:
+    """The same world, but OpenAlex knows none of its DOIs: the licences step asks
+    Unpaywall about every one (it asks only about DOIs OpenAlex's bulk filter does not
+    know), so Unpaywall is the paced host each DOI makes one request of."""
+    articles = World.from_corpus(24, seed=7).articles
+    return _install(fake, World([dataclasses.replace(a, in_openalex=False) for a in articles]))
 
 
 def _table(world: World) -> pd.DataFrame:
@@ -124,9 +137,9 @@ def _most_in_a_second(times: list[float]) -> int:
 
 
 def test_the_cluster_keeps_one_budget_per_host(
-    client: Any, fake: FakeUpstream, world: World
+    client: Any, fake: FakeUpstream, unpaywall_world: World
 ) -> None:
-    dois = pd.DataFrame({"doi": [a.doi for a in world.articles if a.doi]})
+    dois = pd.DataFrame({"doi": [a.doi for a in unpaywall_world.articles if a.doi]})
     ddf = dd.from_pandas(dois, npartitions=4)
     coordinator = litfetch_df.dask.cluster_limiter(client)
     before = len(coordinator.granted().result().get(HOST_UNPAYWALL, []))
@@ -140,21 +153,22 @@ def test_the_cluster_keeps_one_budget_per_host(
     assert len(grants) == len(arrivals)
     assert _most_in_a_second(grants) <= UNPAYWALL_RATE + 1
     assert coordinator.held().result() == {}
-    assert world.throttled[HOST_UNPAYWALL] == 0  # the fake's verdict: never over its limit
+    # The fake's verdict: never over its limit.
+    assert unpaywall_world.throttled[HOST_UNPAYWALL] == 0
     # Allow the one request the fake's jitter tolerance forgives at a window's edge.
     assert _most_in_a_second(arrivals) <= UNPAYWALL_RATE + 1
     assert got["licence_error"].isna().all()
 
 
 def test_without_the_coordinator_the_workers_overrun_the_host(
-    client: Any, fake: FakeUpstream, world: World
+    client: Any, fake: FakeUpstream, unpaywall_world: World
 ) -> None:
     # The control for the test above, judged by construction rather than by speed: each
     # session may have one Unpaywall request out at a time, and the fake answers none
     # until two are out at once. Sessions pacing alone (each partition its own) get there;
     # a shared budget of one place never would.
     fake.hold_until_overlap(HOST_UNPAYWALL, in_flight=2, timeout=5.0)
-    dois = pd.DataFrame({"doi": [a.doi for a in world.articles if a.doi]})
+    dois = pd.DataFrame({"doi": [a.doi for a in unpaywall_world.articles if a.doi]})
     ddf = dd.from_pandas(dois, npartitions=4)
     limit = HostLimit(rate=UNPAYWALL_RATE, in_flight=1)
     one_each = session_factory(fake.port, {HOST_UNPAYWALL: limit})
@@ -163,7 +177,7 @@ def test_without_the_coordinator_the_workers_overrun_the_host(
 
 
 def test_a_coordinator_lost_with_its_worker_is_replaced(
-    client: Any, fake: FakeUpstream, world: World
+    client: Any, fake: FakeUpstream, unpaywall_world: World
 ) -> None:
     # Last in the module: it restarts a worker of the shared cluster.
     first = litfetch_df.dask.cluster_limiter(client)
@@ -173,7 +187,7 @@ def test_a_coordinator_lost_with_its_worker_is_replaced(
     client.run(unpace_unknown_hosts)  # the new worker process starts afresh
     second = litfetch_df.dask.cluster_limiter(client)
     assert second is not first
-    dois = pd.DataFrame({"doi": [a.doi for a in world.articles if a.doi]})
+    dois = pd.DataFrame({"doi": [a.doi for a in unpaywall_world.articles if a.doi]})
     got = (
         dd.from_pandas(dois, npartitions=2)
         .lit.licences(session_factory=_sf(fake), contact=CONTACT)

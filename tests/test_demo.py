@@ -62,6 +62,10 @@ UNPAYWALL = {
     "10.1073/pnas.1414271111": "unpaywall_v2_10.1073_pnas.1414271111_bronze_pmc-repository.json",
     "10.1007/s40278-023-41815-2": "unpaywall_v2_10.1007_s40278-023-41815-2_closed.json",
 }
+OPENALEX = {
+    "10.1016/j.xgen.2025.100814": "openalex_work_doi_10.1016_j.xgen.2025.100814.json",
+    "10.1073/pnas.1414271111": "openalex_work_doi_10.1073_pnas.1414271111.json",
+}
 S2 = {
     "10.1016/j.xgen.2025.100814": "s2_graph_paper_DOI_10.1016_j.xgen.2025.100814.json",
     "10.1038/s42256-024-00832-8": "s2_graph_paper_DOI_10.1038_s42256-024-00832-8.json",
@@ -286,16 +290,30 @@ def test_relations_are_the_crossref_assertions(result: pd.DataFrame) -> None:
 
 
 def test_access_terms_and_files_match_the_recorded_answers(result: pd.DataFrame) -> None:
+    # A DOI OpenAlex knows takes its terms from OpenAlex's recorded work (the frame's bulk
+    # works filter); Unpaywall's recorded answer serves only the DOIs OpenAlex does not know.
     for doi, name in UNPAYWALL.items():
-        record = data_json("json", name)
         r = row(result, doi)
-        assert r["access"] == record["oa_status"]
-        best = record["best_oa_location"] or {}
-        assert (None if pd.isna(r["licence"]) else r["licence"]) == best.get("license")
-        assert r["licence_basis"] == "unpaywall"
+        licence = None if pd.isna(r["licence"]) else r["licence"]
+        if doi in OPENALEX:
+            work = data_json("json", OPENALEX[doi])
+            assert r["access"] == work["open_access"]["oa_status"]
+            assert licence == (work["best_oa_location"] or {}).get("license")
+            assert r["licence_basis"] == "openalex"
+        else:
+            record = data_json("json", name)
+            assert r["access"] == record["oa_status"]
+            assert licence == (record["best_oa_location"] or {}).get("license")
+            assert r["licence_basis"] == "unpaywall"
+    assert any(doi not in OPENALEX for doi in UNPAYWALL)  # Unpaywall still answers some
+    # The best-OA PDF is OpenAlex's too: PNAS's recorded work names none (its best OA
+    # location has no pdf_url), so Unpaywall's PDF, asked of no one, is not listed.
     pnas = row(result, "10.1073/pnas.1414271111")
-    pdf = data_json("json", UNPAYWALL["10.1073/pnas.1414271111"])["best_oa_location"]["url_for_pdf"]
-    assert [f.uri for f in pnas["files"]] == [pdf]
+    best = data_json("json", OPENALEX["10.1073/pnas.1414271111"])["best_oa_location"]
+    assert best["pdf_url"] is None
+    unpaywall_best = data_json("json", UNPAYWALL["10.1073/pnas.1414271111"])["best_oa_location"]
+    assert unpaywall_best["url_for_pdf"] not in {f.uri for f in pnas["files"]}
+    assert [f.uri for f in pnas["files"]] == []
     nmi = row(result, "10.1038/s42256-024-00832-8")
     links = data_json("json", CROSSREF["10.1038/s42256-024-00832-8"])["message"]["link"]
     tdm = {link["URL"] for link in links if link["intended-application"] == "text-mining"}
@@ -423,7 +441,9 @@ def test_a_later_step_on_a_demo_frame_stays_in_the_world(no_network: None) -> No
         warnings.simplefilter("error")  # no "going online" warning
         listed = LitFrameAccessor(resolved.iloc[::-1]).list_files(progress=False)
     assert listed["files_error"].isna().all()
-    assert int(listed["n_files"].sum()) == 15  # the file-sets of the whole demo (docs/demo-data.md)
+    # The file-sets of the whole demo: docs/demo-data.md's 15, less Unpaywall's PNAS PDF
+    # (OpenAlex knows that DOI and its recorded work names no PDF, so Unpaywall is not asked).
+    assert int(listed["n_files"].sum()) == 14
 
 
 def test_the_demo_cache_replays_offline(tmp_path: Path, no_network: None) -> None:

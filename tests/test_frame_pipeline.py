@@ -24,6 +24,7 @@ from litfetch_df import JATS_XML, ArticleIds, Blob, File, FileKind, Http, Rate, 
 from litfetch_df._http import RETRYABLE_STATUSES, UpstreamUnavailable
 from litfetch_df.frame.pipeline import is_abandoned
 from litfetch_df.frame.progress import Progress
+from litfetch_df.operations.fileset import bulk_first_file_sources
 from tests.conftest import FAST_RETRY, data_bytes
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream, json_response, xml_response
 
@@ -582,7 +583,8 @@ def test_every_step_end_to_end_with_real_defaults(
     assert pd.isna(bodies.loc["c", "body"]) and pd.isna(bodies.loc["c", "body_error"])
     terms = bodies.lit.licences(session=session, **CFG)
     assert terms.loc["a", "licence_basis"] == "artifact"
-    assert terms.loc["c", "licence_basis"] == "unpaywall"
+    # OpenAlex's bulk works filter knows the DOI: its open_access answers, not Unpaywall.
+    assert terms.loc["c", "licence_basis"] == "openalex"
     assert terms.loc["c", "access"] == "closed"
     listed = terms.lit.list_files(session=session, credentials=S2_KEY, **CFG)
     assert listed.loc["a", "n_files"] >= 3
@@ -628,7 +630,10 @@ async def test_real_defaults_equal_row_by_row_calls(synthetic: tuple[FakeUpstrea
             async with session.scope() as scope:
                 blob = await scope.fetch_body(ids, resolver=None)
             async with session.scope() as scope:
-                found = await scope.list_files(ids, credentials=creds)
+                # The frame lists with OpenAlex before Unpaywall: the same sources here.
+                found = await scope.list_files(
+                    ids, sources=bulk_first_file_sources(), credentials=creds
+                )
             async with session.scope() as scope:
                 rel = await scope.related_ids(ids)
             got = out.loc[i, "body"]
