@@ -48,6 +48,7 @@ from .sources.elsevier import ElsevierFetcher
 from .sources.europe_pmc import EuropePmcBookshelfFetcher, EuropePmcFetcher
 from .sources.europe_pmc_search import EuropePmcResolver
 from .sources.ncbi_idconv import NcbiIdConverterResolver
+from .sources.openalex import OpenAlexFileSource
 from .sources.pmc_oa import PmcOaFetcher
 from .sources.semantic_scholar import SemanticScholarFileSource, SemanticScholarResolver
 from .sources.springer import SpringerFetcher, SpringerFileSource
@@ -84,6 +85,7 @@ __all__ = [
     "NcbiIdConverterBatchResolver",
     "NcbiIdConverterResolver",
     "NotInCache",
+    "OpenAlexFileSource",
     "OpenAlexResolver",
     "Options",
     "PmcOaFetcher",

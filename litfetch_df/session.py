@@ -46,6 +46,7 @@ from ._limiter import (
     plan_for,
 )
 from ._memo import AnswerMemo
+from ._quota import QuotaDeferred, QuotaLedger
 from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
 from ._transfer import (
     DEADLINE_PER_TIMEOUT,
@@ -130,6 +131,8 @@ class _Shared:
     bounds: Bounds = field(default_factory=Bounds)
     # Small JSON answers the scopes got, shared by later scopes (_memo.py); None: off.
     memo: AnswerMemo | None = None
+    # What each metered host has left today (or this week), kept beside the cache.
+    quota: QuotaLedger | None = None
 
 
 class _Default:
@@ -251,6 +254,7 @@ class Session:
         allow_insecure_redirects: bool = False,
         memo: AnswerMemo | None = None,
         lessons: Mapping[str, Lessons] | None = None,
+        quotas: Mapping[tuple[str, str], int] | None = None,
     ) -> None:
         install_log_redaction()
         bounds = Bounds(
@@ -277,6 +281,10 @@ class Session:
             bounds=bounds,
             memo=memo,
             lessons=dict(lessons or {}),
+        )
+        clock_used = self._shared.clock
+        self._shared.quota = QuotaLedger(
+            _ledger_directory(store), now=clock_used.wall, quotas=quotas
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -307,6 +315,8 @@ class Session:
             self._cache = {}
             return
         shared = self._shared
+        if shared.quota is not None:
+            shared.quota.save()
         client, shared.client = shared.client, None
         shared.is_open = False
         if client is not None and shared.owns_client:
@@ -871,6 +881,13 @@ class Session:
             # request holds the unredacted URL) must not ride along as __context__.
             given_up: str | None = None
             response: httpx.Response | None = None
+            if shared.quota is not None:
+                try:
+                    shared.quota.check(host, httpx.URL(url).path, params)
+                except QuotaDeferred as spent:
+                    # Not sent: the budget is spent until its reset, whatever the pace.
+                    self._note_failure(f"deferred: {spent}")
+                    raise QuotaDeferred(f"{spent}: {method} {shown}") from None
             try:
                 ticket = await limiter.acquire()
             except HostParked as parked:
@@ -915,6 +932,14 @@ class Session:
                 await shared.clock.sleep(policy.backoff(attempt))
                 continue
             status = response.status_code
+            if shared.quota is not None and shared.quota.observe(
+                host, httpx.URL(url).path, params, status, response.headers, _head(response)
+            ):
+                # A spent budget is no throttle: the host's pace stays as it was learned.
+                await response.aclose()
+                reason = shared.quota.reason_for(host, httpx.URL(url).path, params)
+                self._note_failure(f"deferred: {reason}")
+                raise QuotaDeferred(f"{reason}: {method} {shown}")
             throttled = status in (429, 503) or status in rate.transient_statuses
             parked_reason = limiter.observe(
                 ticket, status, response.headers, throttled=throttled, retry=was_throttled
@@ -1102,6 +1127,20 @@ class _DigestSink:
 
 def _cacheable(status_code: int, rate: Rate) -> bool:
     return is_deterministic(status_code) and status_code not in rate.transient_statuses
+
+
+def _ledger_directory(store: ResponseStore | None) -> Path | None:
+    """The directory the quota ledger is kept in: the persistent cache's, if any."""
+    path = getattr(store, "path", None)
+    return Path(path).parent if isinstance(path, str | Path) else None
+
+
+def _head(response: httpx.Response) -> bytes:
+    """The first bytes of an answer already read (a quota 429 says why in its body)."""
+    try:
+        return response.content[:2048]
+    except httpx.ResponseNotRead:
+        return b""
 
 
 def _open_store(cache: Any, ttl: float | None) -> ResponseStore | None:

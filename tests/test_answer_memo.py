@@ -25,7 +25,7 @@ from litfetch_df.frame import context
 from litfetch_df.frame.pipeline import is_abandoned
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeResponse, FakeUpstream
-from tests.fakes.world import HOST_CROSSREF, HOST_UNPAYWALL, World
+from tests.fakes.world import HOST_CROSSREF, HOST_OPENALEX, HOST_UNPAYWALL, World
 from tests.test_frame_run import CONTACT, crossref_lists, unpaywall_dois
 
 JSON = (("content-type", "application/json"),)
@@ -115,8 +115,14 @@ async def test_a_given_session_keeps_its_own_memo(world: World, fake: FakeUpstre
         await listed.lit.licences_async(session=session, progress=False)
     assert len(own) > 0
     assert context.MEMO_ATTR not in listed.attrs  # the caller's session: no table memo
-    asked = unpaywall_dois(fake)
-    assert len(asked) == len(set(asked)) == frame["doi"].str.lower().nunique()
+    # OpenAlex knows every DOI: Unpaywall is never asked, and the files step's works
+    # filter (kept in the session's own memo) answers the licences step too.
+    assert unpaywall_dois(fake) == []
+    terms = [
+        r for r in fake.requests(HOST_OPENALEX, "/works") if "open_access" in str(r.param("select"))
+    ]
+    assert len(terms) == 1
+    assert listed["files"].map(len).sum() > 0
 
 
 async def test_a_session_shares_only_when_its_memo_is_on(fake: FakeUpstream) -> None:

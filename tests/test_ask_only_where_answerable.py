@@ -198,7 +198,9 @@ async def test_a_run_asks_each_host_only_where_an_answer_can_exist(
     assert sorted(full_text_requests(fake)) == [
         f"{REST}/{a.pmcid}/fullTextXML" for a in (MANUSCRIPT, UNSEARCHED, DOI_ONLY_MANUSCRIPT)
     ]
-    assert fake.count(HOST_OPENALEX) == 1
+    # OpenAlex: one works filter resolving the DOI-only rows, one giving every DOI's
+    # best-OA location (so Unpaywall is asked only about DOIs OpenAlex does not know).
+    assert fake.count(HOST_OPENALEX) == 2
 
 
 async def test_the_second_round_asks_only_about_the_bundles_that_gained(

@@ -916,7 +916,7 @@ async def test_springer_without_key_makes_no_request() -> None:
 
 
 async def test_springer_request_count_matching_and_files() -> None:
-    """120 distinct DOIs (plus case repeats) → ceil(120 / 50) = 3 OR queries."""
+    """120 distinct DOIs (plus case repeats) → ceil(120 / 25) = 5 OR queries (Basic's page)."""
     known = {
         f"10.1007/s{n}": meta_record(f"10.1007/s{n}", openaccess="true" if n % 8 == 0 else "false")
         for n in range(0, 120, 4)
@@ -926,9 +926,9 @@ async def test_springer_request_count_matching_and_files() -> None:
     seen: list[httpx.Request] = []
     async with mock_session(meta_handler(seen, known)) as session:
         result = await springer_batch_files(rows, session, credentials=META_CREDS)
-    assert len(seen) == math.ceil(120 / 50)
+    assert len(seen) == math.ceil(120 / 25)
     sizes = sorted(len(r.url.params["q"].split(" OR ")) for r in seen)
-    assert sizes == [20, 50, 50]
+    assert sizes == [20, 25, 25, 25, 25]
     assert all(r.url.params["p"] == str(len(r.url.params["q"].split(" OR "))) for r in seen)
     for ids, files in zip(rows, result.values, strict=True):
         assert ids.doi is not None

@@ -232,9 +232,11 @@ def test_openalex_leaves_out_a_preprint_copys_licence() -> None:
 
 
 def test_which_services_the_terms_need_primed() -> None:
+    # OpenAlex with a contact too: its classification is Unpaywall's, a hundred a request.
     assert bulk.for_service_terms("me@example.org") == {
         bulk.Service.SEMANTIC_SCHOLAR,
         bulk.Service.EUROPE_PMC_FULL_TEXT,
+        bulk.Service.OPENALEX_TERMS,
     }
     assert bulk.Service.OPENALEX_TERMS in bulk.for_service_terms(None)
     assert bulk.may_prime(bulk.Service.EUROPE_PMC_FULL_TEXT, SEARCH_URL)

@@ -66,6 +66,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._memo": "http",
     "litfetch_df._transfer": "http",
     "litfetch_df._limiter": "http",
+    "litfetch_df._quota": "http",
     "litfetch_df.session": "session",
     "litfetch_df.cache": "session",
     "litfetch_df.demo_world": "session",

@@ -150,7 +150,7 @@ async def test_reads_recorded_work_objects() -> None:
     assert out[1] == ArticleIds(pmid="40120586", doi="10.1016/j.xgen.2025.100814")
 
 
-async def test_50_dois_per_request_and_repeats_in_any_case_sent_once() -> None:
+async def test_100_dois_per_request_and_repeats_in_any_case_sent_once() -> None:
     table = {
         f"10.1000/abc.{n}": work(f"10.1000/abc.{n}", pmid=str(30000000 + n)) for n in range(120)
     }
@@ -160,7 +160,7 @@ async def test_50_dois_per_request_and_repeats_in_any_case_sent_once() -> None:
     seen, handler = recording(by_table(table))
     async with mock_session(handler) as s:
         out, abandoned = await OpenAlexResolver()(batch, s)
-    assert len(seen) == math.ceil(120 / 50)
+    assert len(seen) == math.ceil(120 / 100)  # OpenAlex's 2026 maximum of OR values
     sent = [d for r in seen for d in filtered(r)]
     assert len(sent) == len(set(sent)) == 120
     assert all(d == d.lower() for d in sent)
@@ -211,20 +211,20 @@ async def test_a_doi_with_a_pipe_or_comma_goes_alone() -> None:
 )
 async def test_status_classification(status: int, abandons: bool) -> None:
     table = {
-        f"10.1000/abc.{n}": work(f"10.1000/abc.{n}", pmid=str(30000000 + n)) for n in range(60)
+        f"10.1000/abc.{n}": work(f"10.1000/abc.{n}", pmid=str(30000000 + n)) for n in range(120)
     }
     good = by_table(table)
 
     def handler(request: httpx.Request) -> httpx.Response:
-        if "10.1000/abc.55" in filtered(request):
+        if "10.1000/abc.105" in filtered(request):
             return httpx.Response(status, json={"error": "…", "message": "…"})
         return good(request)
 
-    batch = [ArticleIds(doi=f"10.1000/abc.{n}") for n in range(60)]
+    batch = [ArticleIds(doi=f"10.1000/abc.{n}") for n in range(120)]
     async with mock_session(handler) as s:
         out, abandoned = await OpenAlexResolver()(batch, s)
-    assert abandoned == (set(range(50, 60)) if abandons else set())
-    assert all(o.pmid for o in out[:50]) and out[50:] == batch[50:]
+    assert abandoned == (set(range(100, 120)) if abandons else set())
+    assert all(o.pmid for o in out[:100]) and out[100:] == batch[100:]
 
 
 async def test_transport_failure_abandons() -> None:

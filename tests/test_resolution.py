@@ -322,7 +322,7 @@ def model(article: Article, given: ArticleIds, down: frozenset[str] = frozenset(
 
 def expected_requests(expectations: Sequence[Expected]) -> dict[str, int]:
     """Per round, ``ceil(distinct / cap)`` per service plus one request per key that goes alone."""
-    caps = {NCBI: 200, EPMC: 100, OPENALEX: 50}
+    caps = {NCBI: 200, EPMC: 100, OPENALEX: 100}
     alone = {NCBI: ",", EPMC: "", OPENALEX: ",|"}
     counts = dict.fromkeys(caps, 0)
     for r in range(MAX_ROUNDS):
@@ -598,7 +598,7 @@ class BarrierHttp:
     [
         (NcbiIdConverterBatchResolver(), lambda n: ArticleIds(pmid=_pmid(1000 + n)), 3),
         (EuropePmcBatchResolver(), lambda n: ArticleIds(pmid=_pmid(1000 + n)), 5),
-        (OpenAlexResolver(), lambda n: ArticleIds(doi=f"10.1000/c.{n}"), 10),
+        (OpenAlexResolver(), lambda n: ArticleIds(doi=f"10.1000/c.{n}"), 5),
     ],
 )
 async def test_chunks_of_one_service_are_issued_together(

@@ -68,6 +68,7 @@ from ..sources._common import usable_credential
 from ..sources.crossref import CrossrefFileSource
 from ..sources.elsevier import ElsevierFetcher
 from ..sources.europe_pmc import EuropePmcFetcher
+from ..sources.openalex import OpenAlexFileSource
 from ..sources.semantic_scholar import (
     SemanticScholarFileSource,
 )
@@ -115,6 +116,7 @@ def for_file_sources(sources: Sequence[FileSource] | None) -> frozenset[Service]
         SemanticScholarFileSource: Service.SEMANTIC_SCHOLAR,
         CrossrefFileSource: Service.CROSSREF,
         SpringerFileSource: Service.SPRINGER_META,
+        OpenAlexFileSource: Service.OPENALEX_TERMS,
     }
     return frozenset(table[type(s)] for s in sources if type(s) in table)
 
@@ -151,9 +153,10 @@ def for_fetchers(
 
 
 def for_licences() -> frozenset[Service]:
-    """Return the services to prime for ``licences``: Crossref, whose ``license[]`` is the
-    last resort for a licence (Unpaywall stays per article: it has no bulk endpoint)."""
-    return frozenset({Service.CROSSREF})
+    """Return the services to prime for ``licences``: OpenAlex's works (OA status, licence,
+    a hundred DOIs a request; Unpaywall is asked only for the DOIs it does not know) and
+    Crossref, whose ``license[]`` is the last resort for a licence."""
+    return frozenset({Service.OPENALEX_TERMS, Service.CROSSREF})
 
 
 def for_service_terms(contact: str | None) -> frozenset[Service]:
@@ -162,15 +165,12 @@ def for_service_terms(contact: str | None) -> frozenset[Service]:
     Semantic Scholar (its batch answer holds ``openAccessPdf.status`` and
     ``.license``; 500 ids a request) and Europe PMC search (``isOpenAccess``;
     100 PMCIDs a request, the lookup the bodies step makes anyway). OpenAlex
-    (``open_access``, ``best_oa_location``; 50 DOIs a request, against a
-    small daily budget) only without a ``contact``: with one, Unpaywall
-    classifies every DOI it knows, and OpenAlex's classification is
-    Unpaywall's.
+    (``open_access``, ``best_oa_location``; 100 DOIs a request), with or
+    without a ``contact``: its classification is Unpaywall's, served in bulk.
     """
-    services = {Service.SEMANTIC_SCHOLAR, Service.EUROPE_PMC_FULL_TEXT}
-    if contact is None:
-        services.add(Service.OPENALEX_TERMS)
-    return frozenset(services)
+    return frozenset(
+        {Service.SEMANTIC_SCHOLAR, Service.EUROPE_PMC_FULL_TEXT, Service.OPENALEX_TERMS}
+    )
 
 
 def lost_terms_lookups(error: object) -> frozenset[Service]:

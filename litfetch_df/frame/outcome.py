@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 from .._http import UpstreamUnavailable, get_logger, redact_text
+from .._quota import QuotaDeferred
 from ..session import Session
 from .errors import compact, untagged
 
@@ -41,6 +42,7 @@ __all__ = [
     "given_up_in",
     "ids_incomplete",
     "is_abandoned",
+    "is_deferred",
     "is_none",
     "is_partial",
     "join",
@@ -96,8 +98,23 @@ def _parts(error: object) -> list[str]:
 
 
 def is_abandoned(error: object) -> bool:
-    """Return whether an error-column cell marks a row worth retrying (abandoned or partial)."""
-    return any(part.startswith(("abandoned", "partial")) for part in _parts(error))
+    """Return whether an error-column cell marks a row worth retrying.
+
+    Abandoned, partial, or deferred (a quota was spent: the row is done again once it
+    resets).
+    """
+    return any(part.startswith(("abandoned", "partial", "deferred")) for part in _parts(error))
+
+
+def is_deferred(error: object) -> bool:
+    """Return whether an error-column cell says a spent quota deferred the row."""
+    return any(part.startswith("deferred") for part in _parts(error))
+
+
+def _given_up(reason: str) -> str:
+    """The error of a unit given up for ``reason``: deferred stays deferred, else abandoned."""
+    text = short(compact(reason))
+    return text if text.startswith("deferred: ") else f"abandoned: {text}"
 
 
 def is_partial(error: object) -> bool:
@@ -188,6 +205,8 @@ async def attempt(
     """
     try:
         found = await call()
+    except QuotaDeferred as exc:
+        return Outcome(error=f"deferred: {short(compact(str(exc)))}")
     except UpstreamUnavailable as exc:
         return Outcome(error=f"abandoned: {short(compact(str(exc)))}")
     except Exception as exc:
@@ -203,8 +222,15 @@ async def attempt(
         value = found
     if empty(value):
         reason = given_up[0].reason if given_up else (failures[0] if failures else None)
+        # A spent quota the work met last is what stops the row (an earlier one may have
+        # been detoured round): the row says that one.
+        # A bulk lookup's reason ends "(<lookup>)"; a request refused itself is preferred.
+        deferrals = [f for f in failures if f.startswith("deferred: ")]
+        own = [f for f in deferrals if not f.endswith(")")]
+        if not given_up and deferrals:
+            reason = (own or deferrals)[-1]
         if reason is not None:
-            return Outcome(error=f"abandoned: {short(compact(reason))}")
+            return Outcome(error=_given_up(reason))
         return Outcome(value=value)
     if not complete:
         named = {g.source for g in given_up}

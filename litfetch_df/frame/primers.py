@@ -458,18 +458,22 @@ async def _prime_openalex_terms(
         failures = list(scope.failures)
     for i, (ids, work) in enumerate(zip(bundles, found.values, strict=True)):
         key = terms_key(ids)
-        # A work OpenAlex answered is primed, and a failure (so a reader knows it lost
-        # it); a miss leaves nothing held.
-        if key is None or (work is None and i not in found.abandoned):
+        # A work OpenAlex answered is primed, a miss as an empty answer (so Unpaywall is
+        # asked only for DOIs OpenAlex does not know), and a failure (so a reader knows
+        # it lost it and takes a detour).
+        if key is None:
             continue
         request = works_request(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
-        if work is None:
+        if work is None and i in found.abandoned:
             why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
             keys.add(ids, _fail(session, request, why))
             continue
-        answer = {"meta": {"count": 1}, "results": [work]}
+        answer = {
+            "meta": {"count": 0 if work is None else 1},
+            "results": [] if work is None else [work],
+        }
         keys.add(ids, _respond(session, request, 200, _json_bytes(answer), _JSON))
 
 

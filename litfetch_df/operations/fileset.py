@@ -26,6 +26,7 @@ from .types import FileSource
 
 __all__ = [
     "Listing",
+    "bulk_first_file_sources",
     "default_file_sources",
     "fetch_file",
     "fetch_file_to",
@@ -59,6 +60,27 @@ def default_file_sources() -> tuple[FileSource, ...]:
         CrossrefFileSource(),
         SpringerFileSource(),
     )
+
+
+def bulk_first_file_sources() -> tuple[FileSource, ...]:
+    """Return the file sources a frame lists with: the defaults, OpenAlex before Unpaywall.
+
+    The same sources as :func:`default_file_sources`, plus
+    :class:`~litfetch_df.sources.openalex.OpenAlexFileSource` (the best-OA PDF
+    from the works the frame's bulk filter fetched, a hundred DOIs a request),
+    with Unpaywall asked only for the DOIs OpenAlex does not know.
+    """
+    from ..sources.openalex import OpenAlexFileSource
+    from ..sources.unpaywall import UnpaywallFileSource
+
+    out: list[FileSource] = []
+    for source in default_file_sources():
+        if type(source) is UnpaywallFileSource:
+            out.append(OpenAlexFileSource())
+            out.append(UnpaywallFileSource(after_openalex=True))
+        else:
+            out.append(source)
+    return tuple(out)
 
 
 async def _list_one(
@@ -226,7 +248,7 @@ async def fetch_file(
     Returns the :class:`Blob`, or ``None`` when no source claims the file, the
     source declines, or the download fails with an HTTP error (logged).
     """
-    chosen = tuple(sources) if sources is not None else default_file_sources()
+    chosen = tuple(sources) if sources is not None else bulk_first_file_sources()
     for source in chosen:
         if source.name != file.source:
             continue
@@ -266,7 +288,7 @@ async def fetch_file_to(
     is not of the listed type (a login page for a PDF), as :func:`fetch_file` does.
     """
     target = Path(path)
-    chosen = tuple(sources) if sources is not None else default_file_sources()
+    chosen = tuple(sources) if sources is not None else bulk_first_file_sources()
     source = next((s for s in chosen if s.name == file.source), None)
     if source is None:
         log.debug("no file source is named %r", file.source)

@@ -13,23 +13,50 @@ and worth retrying later, never a definitive miss.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from .._http import Http, Rate, get_logger
-from ..ids import ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
+from .._store import HeldAnswers
+from ..files import PDF, Blob, File, FileKind
+from ..ids import ArticleIds, doi_key, doi_path, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
-from ._common import GetRequest, parsed_or_none
-from .bulk_recipe import BulkKey, BulkResult, bulk_lookup, chunk_answer, ids_by_key
+from ._common import (
+    GetRequest,
+    download_file,
+    download_url,
+    fetch_json_object,
+    is_web_url,
+    parsed_or_none,
+    usable_credential,
+)
+from .bulk_recipe import (
+    BulkKey,
+    BulkResult,
+    IdRecords,
+    bulk_lookup,
+    chunk_answer,
+    ids_by_key,
+    json_object_record,
+)
+from .landing import is_landing_page
 
 __all__ = [
     "BATCH_CAP",
     "RECORD_KIND",
+    "SINGLE_URL",
     "TERMS_SELECT",
     "WORKS_URL",
+    "HeldWork",
+    "OpenAlexFileSource",
     "check_api_key",
     "doi_lookup_key",
+    "fetch_single_work",
+    "held_work",
     "openalex_access",
+    "openalex_files",
     "terms_key",
     "work_ids",
     "works_by_doi",
@@ -42,11 +69,18 @@ log = get_logger(__name__)
 WORKS_URL: Final = "https://api.openalex.org/works"
 """The OpenAlex works list endpoint (filterable)."""
 
-BATCH_CAP: Final = 50
-"""DOIs OR-ed into one filter (OpenAlex allows 100 values; 50 leaves headroom)."""
+SINGLE_URL: Final = WORKS_URL + "/doi:"
+"""One work by DOI (``/works/doi:10.x/y``): a singleton lookup, free of OpenAlex's budget."""
+
+BATCH_CAP: Final = 100
+"""DOIs OR-ed into one filter: OpenAlex's documented maximum of OR values (2026), and its
+``per_page`` maximum, so one list call (billed alike whatever its size) answers 100."""
 
 TERMS_SELECT: Final = "ids,doi,open_access,best_oa_location"
 """Fields asked for when a work's access terms are wanted besides its ids."""
+
+TERMS_RECORD_KIND: Final = "openalex-works select=" + TERMS_SELECT
+"""The name each DOI's work with its access terms is kept under in the cache."""
 
 RECORD_KIND: Final = "openalex-works select=ids,doi"
 """The name the works filter's per-DOI answers (pmid / pmcid) are kept under in the cache."""
@@ -206,7 +240,12 @@ async def works_with_terms(
             request.send(http), what, read, logger=log, transient=_TRANSIENT_EXTRA
         )
 
-    return await bulk_lookup([terms_key(ids) for ids in batch], lookup, cap=BATCH_CAP)
+    # Each DOI's work (or its absence) is kept per id, so another frame of the same DOIs
+    # is answered from the cache. A work never echoes the key, which is not kept.
+    records = IdRecords(TERMS_RECORD_KIND, dict, json_object_record, (api_key,) if api_key else ())
+    return await bulk_lookup(
+        [terms_key(ids) for ids in batch], lookup, cap=BATCH_CAP, records=records, memo=http
+    )
 
 
 def openalex_access(work: Mapping[str, Any]) -> SourceMetadata:
@@ -229,3 +268,142 @@ def openalex_access(work: Mapping[str, Any]) -> SourceMetadata:
     if licence is None and access is None:
         return SourceMetadata()
     return SourceMetadata(licence=licence, access=access, basis="openalex")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HeldWork:
+    """What the session holds of one DOI's OpenAlex work, without asking.
+
+    ``state`` is ``"known"`` (``work`` is the work), ``"unknown"`` (a bulk
+    filter covering the DOI answered without it) or ``"not held"`` (no
+    answer held: the DOI was not looked up, or its lookup was given up).
+    """
+
+    state: Literal["known", "unknown", "not held"]
+    work: Mapping[str, Any] | None = None
+
+
+_NOT_HELD: Final = HeldWork("not held")
+
+
+async def held_work(http: Http, doi: str, *, api_key: str | None = None) -> HeldWork:
+    """Return what ``http`` holds of ``doi``'s work from a primed terms filter (no request).
+
+    Reads the one-DOI :data:`TERMS_SELECT` filter the frame primes from its
+    bulk lookup (or the persistent cache holds). An ``http`` that holds
+    nothing gives ``"not held"``.
+    """
+    if not isinstance(http, HeldAnswers):
+        return _NOT_HELD
+    parsed = parsed_or_none(parse_doi, doi)
+    if parsed is None:
+        return _NOT_HELD
+    key = doi_key(parsed)
+    request = works_request(
+        [key], select=TERMS_SELECT, contact=getattr(http, "contact", None), api_key=api_key
+    )
+    entry = await http.held(request.url, params=request.params, headers=request.headers)
+    if entry is None or entry.status_code != 200:
+        return _NOT_HELD
+    try:
+        body = json.loads(entry.content)
+    except ValueError:
+        return _NOT_HELD
+    results = body.get("results") if isinstance(body, Mapping) else None
+    if not isinstance(results, list):
+        return _NOT_HELD
+    for work in results:
+        named = work_ids(work) if isinstance(work, Mapping) else None
+        if named is not None and named[0] == key:
+            return HeldWork("known", work)
+    return HeldWork("unknown")
+
+
+async def fetch_single_work(
+    http: Http, doi: str, *, api_key: str | None = None
+) -> Mapping[str, Any] | None:
+    """Return ``doi``'s work from the singleton lookup ``/works/doi:…`` (:data:`TERMS_SELECT`).
+
+    A singleton costs nothing of OpenAlex's daily budget, so it is the detour
+    when the list budget is spent or a bulk lookup was given up. ``None`` when
+    OpenAlex does not know the DOI or the request was not answered.
+    """
+    parsed = parsed_or_none(parse_doi, doi)
+    if parsed is None:
+        return None
+    params: dict[str, str | int] = {"select": TERMS_SELECT}
+    if api_key is not None:
+        params["api_key"] = api_key
+    url = SINGLE_URL + doi_path(parsed)
+    body = await fetch_json_object(
+        http.get(url, params=params, rate=Rate.OPENALEX), "OpenAlex work", logger=log
+    )
+    return body if body is not None and work_ids(body) is not None else None
+
+
+def openalex_files(work: Mapping[str, Any]) -> tuple[File, ...]:
+    """Return the work's best OA PDF as a BODY ``application/pdf`` File (at most one).
+
+    ``best_oa_location.pdf_url`` when it is an http(s) URL and not a landing
+    page; the File's source is ``openalex``.
+    """
+    best = work.get("best_oa_location")
+    url = best.get("pdf_url") if isinstance(best, Mapping) else None
+    if not is_web_url(url) or is_landing_page(str(url)):
+        return ()
+    return (File(kind=FileKind.BODY, source="openalex", media_type=PDF, uri=str(url).strip()),)
+
+
+class OpenAlexFileSource:
+    """File source ``openalex``: the best open-access PDF OpenAlex knows for a DOI.
+
+    The same link Unpaywall gives (both are served from one pipeline since
+    2025), read from the answer the frame's bulk works filter primed; when no
+    answer is held it asks the free singleton lookup. A DOI a bulk filter
+    answered without a work lists nothing and costs no request.
+    """
+
+    name: str = "openalex"
+    kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
+
+    def __repr__(self) -> str:
+        return "OpenAlexFileSource()"
+
+    async def list_files(
+        self,
+        article_ids: ArticleIds,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> tuple[File, ...]:
+        """Return the best-OA PDF File for the article's DOI (empty when none)."""
+        if article_ids.doi is None:
+            return ()
+        api_key = _usable_key(credentials)
+        held = await held_work(http, article_ids.doi, api_key=api_key)
+        if held.state == "unknown":
+            return ()
+        work = held.work
+        if work is None:
+            work = await fetch_single_work(http, article_ids.doi, api_key=api_key)
+        return openalex_files(work) if work is not None else ()
+
+    async def fetch_file(
+        self,
+        file: File,
+        *,
+        credentials: Mapping[str, object] | None = None,
+        http: Http,
+    ) -> Blob | None:
+        """Download a listed PDF (redirects followed, no credentials), or ``None``."""
+        return await download_file(http, file)
+
+    def download_url(
+        self, file: File, *, credentials: Mapping[str, object] | None = None
+    ) -> str | None:
+        """Return the URL that downloads ``file`` (redirects followed, no key), or ``None``."""
+        return download_url(file)
+
+
+def _usable_key(credentials: Mapping[str, object] | None) -> str | None:
+    return usable_credential(credentials, "openalex_api_key")

@@ -1,10 +1,10 @@
-"""Springer Nature Meta API by DOI list: up to 50 records per request.
+"""Springer Nature Meta API by DOI list: up to 25 records per request (Basic's page).
 
 ``GET /meta/v2/json?q=doi:a OR doi:b&p=<n>&api_key=<key>``.
 
 Assumption (the upstream reference marks this query syntax *unverified*):
 Meta ORs ``doi:`` terms joined by `` OR ``, ``p`` is the page size, and each
-record carries its ``doi``. Chunks stay at :data:`SPRINGER_BATCH_CAP` (50) so
+record carries its ``doi``. Chunks stay at :data:`SPRINGER_BATCH_CAP` (25) so
 a page always holds every answer, records are matched to the request by
 ``doi`` case-insensitively, and a DOI that could break the boolean syntax
 (whitespace, quotes or parentheses in it) is asked on its own. A one-DOI
@@ -20,9 +20,12 @@ is dropped), and never in a repr.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
+
+import httpx
 
 from .._http import Http, Rate, get_logger
 from ..files import File
@@ -52,8 +55,13 @@ __all__ = [
 
 log = get_logger(__name__)
 
-SPRINGER_BATCH_CAP: Final = 50
-"""DOIs OR-ed into one Meta query (the syntax is unverified; 50 keeps a page whole)."""
+SPRINGER_BATCH_CAP: Final = 25
+"""DOIs OR-ed into one Meta query: the largest page (``p``) Springer Nature's Basic plan
+allows (Premium allows 100), so a page always holds every answer on either plan."""
+
+SMALL_PAGE: Final = 10
+"""The page a query shrinks to, once per lookup, when Meta answers 403 "premium feature"
+(a plan that allows less than :data:`SPRINGER_BATCH_CAP`): still a bulk query."""
 
 SPRINGER_RECORD_KIND: Final = "springer-meta"
 """The name each DOI's Meta record is kept under in the persistent cache."""
@@ -92,7 +100,39 @@ def _record_doi(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def _chunk(http: Http, dois: list[str], key: str) -> dict[str, dict[str, Any]] | None:
+class _Form:
+    """The page size a lookup's queries use; a premium-feature 403 shrinks it once."""
+
+    def __init__(self) -> None:
+        self.page = SPRINGER_BATCH_CAP
+
+    def shrink(self) -> bool:
+        if self.page <= SMALL_PAGE:
+            return False
+        log.info(
+            "springer: Meta refused a %d-record page as premium; asking %d", self.page, SMALL_PAGE
+        )
+        self.page = SMALL_PAGE
+        return True
+
+
+def _premium_refusal(response: httpx.Response) -> bool:
+    return response.status_code == 403 and b"premium" in response.content[:4096].lower()
+
+
+async def _chunk(
+    http: Http, dois: list[str], key: str, form: _Form | None = None
+) -> dict[str, dict[str, Any]] | None:
+    form = form if form is not None else _Form()
+    if len(dois) > form.page:
+        parts = [dois[i : i + form.page] for i in range(0, len(dois), form.page)]
+        answers = await asyncio.gather(*(_chunk(http, part, key, form) for part in parts))
+        if any(answer is None for answer in answers):
+            return None  # a part never answered: the whole chunk is asked again on a re-run
+        merged: dict[str, dict[str, Any]] = {}
+        for answer in answers:
+            merged.update(answer or {})
+        return merged
     query = " OR ".join(f"doi:{doi}" for doi in dois)
     params: dict[str, str | int] = {"q": query}
     if len(dois) > 1:
@@ -118,8 +158,23 @@ async def _chunk(http: Http, dois: list[str], key: str) -> dict[str, dict[str, A
         return found
 
     what = f"springer: Meta query ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"
-    send = http.get(SPRINGER_META_URL, params=params, rate=Rate.DEFAULT)
-    return await chunk_answer(send, what, read, logger=log)
+    try:
+        response = await http.get(SPRINGER_META_URL, params=params, rate=Rate.DEFAULT)
+    except httpx.HTTPError as exc:
+        failure: httpx.HTTPError | None = exc
+        response = None
+    else:
+        failure = None
+    if response is not None and len(dois) > 1 and _premium_refusal(response) and form.shrink():
+        return await _chunk(http, dois, key, form)
+
+    async def answered() -> httpx.Response:
+        if failure is not None:
+            raise failure
+        assert response is not None
+        return response
+
+    return await chunk_answer(answered(), what, read, logger=log)
 
 
 def _alone(doi: str) -> bool:
@@ -181,8 +236,10 @@ async def springer_batch_each(
 
 
 def _recipe(http: Http, key: str) -> tuple[ChunkLookup[dict[str, Any]], IdRecords[dict[str, Any]]]:
+    form = _Form()
+
     async def lookup(dois: list[str]) -> dict[str, dict[str, Any]] | None:
-        return await _chunk(http, dois, key)
+        return await _chunk(http, dois, key, form)
 
     # A record echoing the key is never kept (IdRecords.secrets): it is asked again instead.
     return lookup, IdRecords(SPRINGER_RECORD_KIND, dict, json_object_record, (key,))

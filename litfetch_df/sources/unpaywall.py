@@ -14,7 +14,14 @@ from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path
 from ..metadata import SourceMetadata
-from ._common import download_file, download_url, fetch_json_object, is_web_url, usable_text
+from ._common import (
+    download_file,
+    download_url,
+    fetch_json_object,
+    is_web_url,
+    usable_credential,
+    usable_text,
+)
 from .landing import is_landing_page
 
 __all__ = [
@@ -107,11 +114,15 @@ class UnpaywallFileSource:
     name: str = _NAME
     kinds: frozenset[FileKind] = frozenset({FileKind.BODY})
 
-    def __init__(self, *, email: str | None = None) -> None:
+    def __init__(self, *, email: str | None = None, after_openalex: bool = False) -> None:
         self.email = email
+        # In a frame, OpenAlex's bulk answer holds the same best-OA link for every DOI it
+        # knows; Unpaywall is then asked only for the others.
+        self.after_openalex = after_openalex
 
     def __repr__(self) -> str:
-        return f"UnpaywallFileSource(email={self.email!r})"
+        extra = ", after_openalex=True" if self.after_openalex else ""
+        return f"UnpaywallFileSource(email={self.email!r}{extra})"
 
     async def list_files(
         self,
@@ -120,9 +131,20 @@ class UnpaywallFileSource:
         credentials: Mapping[str, object] | None = None,
         http: Http,
     ) -> tuple[File, ...]:
-        """Return the best-OA PDF File for the article's DOI (empty when none)."""
+        """Return the best-OA PDF File for the article's DOI (empty when none).
+
+        With ``after_openalex``, a DOI whose OpenAlex work the session holds lists
+        nothing here (:class:`~litfetch_df.sources.openalex.OpenAlexFileSource` lists
+        the same link) and costs no request.
+        """
         if article_ids.doi is None:
             return ()
+        if self.after_openalex:
+            from .openalex import held_work
+
+            api_key = usable_credential(credentials, "openalex_api_key")
+            if (await held_work(http, article_ids.doi, api_key=api_key)).state == "known":
+                return ()
         record = await fetch_unpaywall_record(http, article_ids.doi, email=self.email)
         return unpaywall_files(record) if record is not None else ()
 

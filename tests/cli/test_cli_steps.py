@@ -408,8 +408,9 @@ def test_an_interrupt_in_a_subset_of_steps_counts_the_unfinished_rows(
 ) -> None:
     from litfetch_df.frame.steps import licences as licence_step
 
-    # The second article's licence presses Ctrl-C and never ends.
-    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 2, settle=0.2)
+    # The third licence call presses Ctrl-C and never ends. (The first row waits for the
+    # bulk OpenAlex lookup and gives its slot to the second, which finishes at once.)
+    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=0.2)
     monkeypatch.setattr(licence_step, "licence_work", interrupting)
     out = tmp_path / "out.csv"
     argv = ["run", str(export), "-o", str(out), "--steps", "licences", "--no-progress", "-q"]

@@ -43,9 +43,9 @@ class FilesStep(UnitStep):
     def __post_init__(self) -> None:
         if self.sources is None:
             # Built once per call and shared by its units (the bundled sources hold no state).
-            from ...operations.fileset import default_file_sources
+            from ...operations.fileset import bulk_first_file_sources
 
-            object.__setattr__(self, "sources", default_file_sources())
+            object.__setattr__(self, "sources", bulk_first_file_sources())
 
     @property
     def dtypes(self) -> Mapping[str, str]:

@@ -109,9 +109,9 @@ async def licence_work(
     if item.ids.doi is None:
         # PMCID-only rows may still be in Europe PMC's held answers, PMID-only in S2's.
         return await service_terms(http, item.ids, meta, credentials=credentials)
-    from ...operations.access import fill_missing_terms, resolve_access
+    from ...operations.access import fill_missing_terms
 
-    asserted = await resolve_access(http, item.ids)
+    asserted = await asserted_terms(http, item.ids.doi, credentials)
     merged = fill_missing_terms(meta, asserted)
     status = service_oa_status(asserted)
     if status is not None:
@@ -120,6 +120,34 @@ async def licence_work(
         # The publisher's own deposit, version of record first, before the services' word.
         merged = await _crossref_licence(http, item.ids.doi, merged)
     return await service_terms(http, item.ids, merged, credentials=credentials)
+
+
+async def asserted_terms(
+    http: Http, doi: str, credentials: Mapping[str, object] | None = None
+) -> SourceMetadata:
+    """The access terms a service asserts for ``doi``: OpenAlex where it knows the work.
+
+    OpenAlex and Unpaywall serve the same open-access facts (one pipeline since
+    2025), and OpenAlex answers a hundred DOIs a request: the work the frame's
+    bulk filter holds answers (basis ``'openalex'``). Unpaywall is asked, one
+    request per DOI, only where OpenAlex does not know the DOI; where no bulk
+    answer is held (the lookup was given up, say its budget was spent) the free
+    singleton ``/works/doi:…`` is tried first, then Unpaywall.
+    """
+    from ...operations.access import resolve_access
+    from ...sources._common import usable_credential
+    from ...sources.openalex import fetch_single_work, held_work, openalex_access
+
+    api_key = usable_credential(credentials, "openalex_api_key")
+    held = await held_work(http, doi, api_key=api_key)
+    work = held.work
+    if held.state == "not held":
+        work = await fetch_single_work(http, doi, api_key=api_key)
+    if work is not None:
+        terms = openalex_access(work)
+        if not terms.is_empty():
+            return terms
+    return await resolve_access(http, ArticleIds(doi=doi))
 
 
 async def _crossref_licence(http: Http, doi: str, meta: SourceMetadata) -> SourceMetadata:
