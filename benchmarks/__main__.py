@@ -58,6 +58,7 @@ from benchmarks.worlds import DrawnWorld, draw_world, draw_worlds  # noqa: E402
 from benchmarks.worldtable import WORLD_RUNNERS, format_worlds, world_rows  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.fakes.faults import FaultPlan  # noqa: E402
+from tests.fakes.rules2026 import Rules2026, parse_quotas  # noqa: E402
 from tests.fakes.world import World  # noqa: E402
 
 ALL_SCENARIOS = (
@@ -157,6 +158,24 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--dask-partitions", type=int, default=0, help="the dask scenario: 0 = 2 per worker"
     )
+    p.add_argument(
+        "--limits",
+        choices=("fixed", "2026"),
+        default="fixed",
+        help="2026: the fake enforces the published 2026 limits, pools, page sizes and quotas "
+        "(tests/fakes/rules2026.py, from litfetch_df.limits) on the hosts that publish them",
+    )
+    p.add_argument(
+        "--quota",
+        default="",
+        help="scaled-down quotas with --limits 2026, e.g. unpaywall=50,openalex-keyless-list=5",
+    )
+    p.add_argument(
+        "--jitter",
+        type=float,
+        default=0.2,
+        help="each answer waits latency x uniform(1-j, 1+j), seeded by --seed (0: constant)",
+    )
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "latest.json"))
     args = p.parse_args(argv)
     chosen: list[str] = []
@@ -183,6 +202,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if not args.dask_sizes or min(args.dask_sizes) < 1:
         p.error("--dask-workers takes a comma list of worker counts, e.g. 1,2,4")
     return args
+
+
+def _extras(args: argparse.Namespace) -> dict[str, Any]:
+    """The fake's 2026 rules (``--limits 2026``, ``--quota``) and latency jitter."""
+    extra: dict[str, Any] = {"jitter": args.jitter, "jitter_seed": args.seed}
+    if args.limits == "2026":
+        # the fake's clock is monotonic: the offset makes its quotas reset at real midnight UTC
+        extra["rules"] = Rules2026(parse_quotas(args.quota), epoch=time.time() - time.monotonic())
+    return extra
 
 
 def _fault_plan(args: argparse.Namespace, share: float | None = None) -> FaultPlan | None:
@@ -323,7 +351,9 @@ def run_requests_scenario(
     fake_world = World(corpus.articles, keys=WORLD_KEYS)
     fake = FakeUpstream().start()
     limits = world.limits() if world is not None else LIMITS
-    fake_world.install(fake, latency=args.latency, limits=limits, faults=_fault_plan(args))
+    fake_world.install(
+        fake, latency=args.latency, limits=limits, faults=_fault_plan(args), **_extras(args)
+    )
     bound_limits = _bound_limits(world)
     extra: dict[str, str] = {}
     out_dir: Path | None = None
@@ -516,7 +546,7 @@ def _converge(
     fake = FakeUpstream().start()
     limits = world.limits() if world is not None else LIMITS
     plan = _fault_plan(args, share)
-    fake_world.install(fake, latency=args.latency, limits=limits, faults=plan)
+    fake_world.install(fake, latency=args.latency, limits=limits, faults=plan, **_extras(args))
     try:
         result = _child(
             args,

@@ -171,3 +171,22 @@ def test_world_guard_applies_rules() -> None:
     assert isinstance(first, FakeResponse) and first.status == 200
     assert isinstance(second, FakeResponse) and second.status == 429
     assert world.throttled["api.unpaywall.org"] == 1
+
+
+def test_batch_optimal_counts_on_a_small_corpus() -> None:
+    from benchmarks.corpus import generate
+    from benchmarks.model import batch_optimal, published_bound
+
+    corpus = generate(300, seed=1)
+    counts = batch_optimal(corpus)
+    dois = {a.doi for a in corpus.articles if a.doi}
+    assert counts["api.openalex.org"] <= -(-len(dois) // 100)
+    assert counts["api.crossref.org"] == 2 * counts["api.openalex.org"] or (
+        counts["api.crossref.org"] >= counts["api.openalex.org"]
+    )
+    unknown = sum(1 for a in corpus.articles if a.doi and not a.in_openalex)
+    assert counts.get("api.unpaywall.org", 0) <= unknown
+    bound = published_bound({"www.ebi.ac.uk": 1000, "api.openalex.org": 100}, latency=0.05)
+    # Europe PMC's 500/min binds: 1,000 requests need two minutes
+    assert abs(bound["www.ebi.ac.uk"] - 120.05) < 1e-6
+    assert abs(bound["api.openalex.org"] - 1.05) < 1e-6

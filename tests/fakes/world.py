@@ -23,6 +23,7 @@ import enum
 import hashlib
 import itertools
 import json
+import random
 import re
 import threading
 import time
@@ -366,6 +367,8 @@ class World:
         self.fault_kinds: collections.Counter[str] = collections.Counter()
         self._faults: FaultPlan | None = None
         self._rules: Any = None
+        self._jitter = 0.0
+        self._jitter_rng = random.Random(0)
         self.marks: list[tuple[str, float]] = []
 
     # -- construction helpers ----------------------------------------------------------------
@@ -671,11 +674,15 @@ class World:
         limits: Mapping[str, HostLimit] | None = None,
         faults: FaultPlan | None = None,
         rules: Any = None,
+        jitter: float = 0.0,
+        jitter_seed: int = 0,
     ) -> None:
         """Register every service's routes on ``fake``.
 
         ``rules`` (a :class:`tests.fakes.rules2026.Rules2026`) enforces the published 2026
         limits, pools, page sizes and quotas on the hosts it knows, in place of ``limits``.
+        ``jitter`` delays each answer by its latency times uniform(1 - j, 1 + j), drawn from
+        ``jitter_seed`` (real services do not answer in a constant time).
 
         ``latency`` delays every answer (a number, or seconds per host).
         ``limits`` enforces a :class:`HostLimit` per host; each 429 it sends is
@@ -691,6 +698,8 @@ class World:
             self._latency = {None: float(latency)}
         self._limits = dict(limits or {})
         self._rules = rules
+        self._jitter = max(0.0, min(1.0, float(jitter)))
+        self._jitter_rng = random.Random(f"litfetch-bench-jitter-{jitter_seed}")
         r = self._route_on(fake)
         # NCBI ID Converter
         r(HOST_NCBI, r"/tools/idconv/api/v1/articles/?", self._idconv)
@@ -801,6 +810,9 @@ class World:
                     self.faulted[host] += 1
                     self.fault_kinds[fault.value] += 1
         delay = self._latency.get(host, self._latency.get(None, 0.0))
+        if delay and self._jitter:
+            with self._lock:
+                delay *= self._jitter_rng.uniform(1.0 - self._jitter, 1.0 + self._jitter)
         try:
             if fault is not None and self._faults is not None:
                 whole = answer() if fault is FaultKind.TRUNCATED else FakeResponse()
