@@ -40,10 +40,12 @@ from benchmarks.convergence import compare, differing_rows, round_lines  # noqa:
 from benchmarks.corpus import Corpus, generate  # noqa: E402
 from benchmarks.model import (  # noqa: E402
     LIMITS,
+    batch_optimal,
     expected_outcomes,
     ideal_requests,
     lower_bound,
     marginal_requests,
+    published_bound,
     servable,
 )
 from benchmarks.politeness import measure  # noqa: E402
@@ -202,6 +204,36 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if not args.dask_sizes or min(args.dask_sizes) < 1:
         p.error("--dask-workers takes a comma list of worker counts, e.g. 1,2,4")
     return args
+
+
+def _batch_optimal_lines(
+    report: ScenarioReport, corpus: Corpus, *, credentials: bool, latency: float
+) -> None:
+    """Add requests per host beside the batch-optimal count, the bound from that plan under
+    the published 2026 rates (wall ÷ bound), the 429 share per host, and Unpaywall requests
+    against the DOIs OpenAlex does not know (issue 24 part 5)."""
+    optimal = batch_optimal(corpus, credentials=credentials)
+    floors = published_bound(optimal, latency=latency)
+    bound = max(floors.values(), default=latency)
+    hosts = sorted(set(optimal) | set(report.requests))
+    report.extra["requests vs batch-optimal"] = ", ".join(
+        f"{h} {report.requests.get(h, 0)}/{optimal.get(h, 0)}" for h in hosts
+    )
+    report.extra["429 share"] = (
+        ", ".join(
+            f"{h} {report.throttled.get(h, 0) / n:.1%}"
+            for h, n in sorted(report.requests.items())
+            if n and report.throttled.get(h, 0)
+        )
+        or "none"
+    )
+    report.extra["batch-optimal bound"] = f"{bound:.2f} s"
+    if report.wall is not None:
+        report.extra["wall / batch-optimal bound"] = f"{report.wall / bound:.1f}x"
+    unknown = sum(1 for a in corpus.articles if a.doi and not a.in_openalex)
+    report.extra["Unpaywall requests vs DOIs unknown to OpenAlex"] = (
+        f"{report.requests.get('api.unpaywall.org', 0)} / {unknown}"
+    )
 
 
 def _extras(args: argparse.Namespace) -> dict[str, Any]:
@@ -446,6 +478,8 @@ def run_requests_scenario(
             servable=servable(corpus, credentials=credentials),
             outcomes=report.outcomes,
         )
+    if name not in WARM_SCENARIOS and name != "memory":
+        _batch_optimal_lines(report, corpus, credentials=credentials, latency=args.latency)
     if fake_world.faulted:
         report.extra["faults injected"] = _compact_counts(fake_world.fault_kinds)
     if "traceback" in result:
