@@ -20,6 +20,7 @@ import httpx
 
 __all__ = [
     "RETRYABLE_STATUSES",
+    "SANE_WAIT",
     "BulkHttp",
     "Http",
     "Rate",
@@ -145,8 +146,36 @@ class RetryPolicy:
         return self.backoff(attempt)
 
 
+SANE_WAIT = 7 * 86400.0
+"""The longest wait a header is believed about, in seconds.
+
+A daily quota resets within a day and no published window is longer than a
+week; a header asking for more (``1e12``, ``inf``, a date in the year 9999) is
+broken, and obeying it would park the host for the session. Such a value is
+treated as absent.
+"""
+
+
+def sane_seconds(value: float | None, header: str) -> float | None:
+    """Return ``value`` if it is a finite, non-negative, believable wait; else ``None``.
+
+    An unusable value is logged (the header's name only, never the request) and
+    treated as absent, so a broken header never raises in a row.
+    """
+    if value is None:
+        return None
+    if not math.isfinite(value) or value < 0 or value > SANE_WAIT:
+        log.warning("ignoring %s header with an unusable value %r", header, value)
+        return None
+    return value
+
+
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Return the seconds a ``Retry-After`` header asks for, or ``None`` if unusable."""
+    """Return the seconds a ``Retry-After`` header asks for, or ``None`` if unusable.
+
+    Delay-seconds that are not finite, negative or past :data:`SANE_WAIT`, and
+    garbage, read as absent (logged); an HTTP date already past reads as 0.
+    """
     if not value:
         return None
     value = value.strip()
@@ -156,16 +185,20 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError, OverflowError):
+            log.warning("ignoring a Retry-After header that is neither seconds nor a date")
             return None
         if when is None:
             return None
         if when.tzinfo is None:
             # An HTTP date is always GMT; a naive value would otherwise read as local time.
             when = when.replace(tzinfo=datetime.UTC)
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, seconds)
+        try:
+            seconds = when.timestamp() - (time.time() if now is None else now)
+        except (OverflowError, ValueError, OSError):
+            return None
+        # A date already past means "now".
+        seconds = max(0.0, seconds)
+    return sane_seconds(seconds, "Retry-After")
 
 
 class UpstreamUnavailable(httpx.TransportError):

@@ -29,13 +29,23 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ._clock import Clock
-from ._http import Rate, RetryPolicy, UpstreamUnavailable, parse_retry_after
+from ._http import (
+    SANE_WAIT,
+    Rate,
+    RetryPolicy,
+    UpstreamUnavailable,
+    parse_retry_after,
+    sane_seconds,
+)
+
+log = logging.getLogger("litfetch_df.limiter")
 
 __all__ = [
     "HostLimit",
@@ -429,6 +439,8 @@ class HostLimiter:
             raise HostParked(reason)
 
     def _park(self, wait: float) -> str:
+        # Callers pass sane waits only; this guard keeps a reason printable whatever.
+        wait = min(wait, SANE_WAIT) if wait == wait else SANE_WAIT
         now = self._clock.now()
         self._parked_until = max(self._parked_until, now + wait)
         self._paused_until = max(self._paused_until, self._parked_until)
@@ -671,6 +683,8 @@ class HostLimiter:
             wait = reset - self._clock.wall() if reset > 1e8 else reset
             if wait <= 0:
                 continue
+            if sane_seconds(wait, prefix + "reset") is None:
+                continue
             limit = _number(headers.get(prefix + "limit"))
             if remaining > 0 and wait <= SHORT_WINDOW and limit and limit > 0:
                 # A bucket full again within a second gives its places back one by one, not
@@ -763,8 +777,12 @@ def _number(value: str | None) -> float | None:
     try:
         number = float(value.strip())
     except ValueError:
+        log.warning("ignoring a rate-limit header value that is not a number")
         return None
-    return number if math.isfinite(number) and number >= 0 else None
+    if not math.isfinite(number) or number < 0:
+        log.warning("ignoring a rate-limit header value %r", number)
+        return None
+    return number
 
 
 def _seconds(value: str | None) -> float | None:
@@ -776,4 +794,6 @@ def _seconds(value: str | None) -> float | None:
         return None
     scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[(match.group(2) or "s").lower()]
     seconds = float(match.group(1)) * scale
+    if sane_seconds(seconds, "rate-limit interval") is None:
+        return None
     return seconds if seconds > 0 else None

@@ -94,7 +94,8 @@ def test_retry_after_seconds_and_http_date() -> None:
     assert parse_retry_after("5") == 5.0
     assert parse_retry_after(" 7 ") == 7.0
     assert parse_retry_after("0") == 0.0
-    assert parse_retry_after("-3") == 0.0
+    # A negative delay is broken, not "now" (issue 26): it reads as absent.
+    assert parse_retry_after("-3") is None
     assert parse_retry_after(in_30s, now=now) == pytest.approx(30.0)
     assert parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now=now) == 0.0
     for junk in (None, "", "soon", "nan", "Mon, 99 Foo 2024 00:00:00 GMT"):

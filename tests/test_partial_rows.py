@@ -9,6 +9,7 @@ merges, and ``summary()`` counts it. Against the synthetic world
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,30 @@ def world(fake: FakeUpstream, corpus: Corpus) -> World:
     return w
 
 
+@pytest.fixture
+def unpaywall_world(fake: FakeUpstream, corpus: Corpus) -> World:
+    """The world, but OpenAlex does not know the PMC articles' DOIs.
+
+    In the frame, OpenAlex's bulk filter answers the best-OA file of every DOI it knows and
+    Unpaywall is asked only about the others; here those are the PMC articles, whose files
+    the PMC bucket lists too, so a given-up Unpaywall leaves them partial.
+    """
+    articles = [
+        dataclasses.replace(a, in_openalex=False) if a.pmcid and a.doi else a
+        for a in corpus.articles
+    ]
+    w = World(articles, keys=WORLD_KEYS)
+    w.install(fake)
+    return w
+
+
+class ResolvingOutage(Outage):
+    """An outage of OpenAlex's id lookups only (``select=ids,doi``): the resolution's."""
+
+    def __call__(self, req: FakeRequest) -> FakeResponse | None:
+        return super().__call__(req) if req.param("select") == "ids,doi" else None
+
+
 def config(fake: FakeUpstream) -> dict[str, Any]:
     session = Session(client_factory=fake.client_factory(), retry=FAST_RETRY, contact=CONTACT)
     return {"session": session, "progress": False, "credentials": dict(CREDENTIALS)}
@@ -76,7 +101,7 @@ def config(fake: FakeUpstream) -> dict[str, Any]:
 
 
 async def test_a_given_up_file_source_leaves_a_partial_row_and_a_rerun_asks_only_it(
-    world: World, fake: FakeUpstream, corpus: Corpus
+    unpaywall_world: World, fake: FakeUpstream, corpus: Corpus
 ) -> None:
     clean = await corpus.frame.lit.list_files_async(**config(fake))
     outage = Outage(500)
@@ -113,7 +138,7 @@ async def test_a_given_up_file_source_leaves_a_partial_row_and_a_rerun_asks_only
 
 
 async def test_a_rerun_of_rows_partial_for_a_per_article_source_runs_no_bulk_lookup(
-    world: World, fake: FakeUpstream, corpus: Corpus
+    unpaywall_world: World, fake: FakeUpstream, corpus: Corpus
 ) -> None:
     clean = await corpus.frame.lit.list_files_async(**config(fake))
     outage = Outage(500)
@@ -252,16 +277,17 @@ async def test_a_row_found_with_ids_not_all_resolved_is_partial_and_a_rerun_redo
     got = await corpus.frame.lit.run_async(STEPS, out_dir=out, **config(fake))
 
     unresolved = got["resolve_error"].map(is_abandoned)
-    # A PMCID-only row: the PMC bucket lists its files by PMCID, but Unpaywall is asked
-    # by the DOI only the resolution would have given. Found, yet not all there.
+    # A PMCID-only row: the PMC bucket lists its files by PMCID, but OpenAlex's OA filter
+    # (or Unpaywall, for a DOI OpenAlex does not know) is asked by the DOI only the
+    # resolution would have given. Found, yet not all there.
     lost = [
         i
         for i in got.index[unresolved]
         if pd.isna(got.at[i, "doi"])
-        and any(f.source == "unpaywall" for f in clean.at[i, "files"])
+        and any(f.source in ("openalex", "unpaywall") for f in clean.at[i, "files"])
         and got.at[i, "n_files"] > 0
     ]
-    assert lost, "no row lost Unpaywall's file to the failed resolution: the test tests nothing"
+    assert lost, "no row lost a DOI-asked file to the failed resolution: the test tests nothing"
     for i in lost:
         for column in ("files_error", "body_error", "licence_error"):
             error = got.at[i, column]
@@ -319,7 +345,9 @@ async def test_a_body_kept_through_a_rerun_takes_the_name_its_resolved_ids_give(
     world: World, fake: FakeUpstream, corpus: Corpus, tmp_path: Path
 ) -> None:
     clean = await corpus.frame.lit.run_async(STEPS, out_dir=tmp_path / "clean", **config(fake))
-    resolving = [Outage(503), Outage(503)]
+    # The resolution fails (NCBI's converter, OpenAlex's id lookups); OpenAlex's OA filter
+    # answers, so the files it lists are the same as in the clean run.
+    resolving = [Outage(503), ResolvingOutage(503)]
     fake.route(HOST_NCBI, r"/tools/idconv/.*", resolving[0])
     fake.route(HOST_OPENALEX, r"/works.*", resolving[1])
     out = tmp_path / "faulted"
