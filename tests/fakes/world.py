@@ -780,8 +780,10 @@ class World:
                 announced = dict(decision.headers)
                 held = decision.release
                 if decision.refusal is not None:
-                    self.throttled[host] += decision.refusal.status == 429
-                    self.throttle_log.append((host, now))
+                    # a 403 (premium page size) or 400 (per_page) is a refusal, not a throttle
+                    if decision.refusal.status == 429:
+                        self.throttled[host] += 1
+                        self.throttle_log.append((host, now))
                     refused = decision.refusal
             if limit is not None:
                 gate = self._gates.setdefault(host, HostGate(limit))
