@@ -217,6 +217,7 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         client_factory=_factory(args.port),
         contact=CONTACT,
         cache=args.cache or None,
+        allow_private_network=True,  # the fake upstream listens on 127.0.0.1
     )
     common: dict[str, Any] = {
         "session": session,
@@ -289,6 +290,7 @@ def run_dask(args: argparse.Namespace) -> dict[str, Any]:
         litfetch_df.Session,
         client_factory=functools.partial(here.loopback_client, args.port),
         cache=args.cache or None,
+        allow_private_network=True,  # the fake upstream listens on 127.0.0.1
     )
     kwargs: dict[str, Any] = {
         "session_factory": factory,
@@ -379,7 +381,10 @@ def run_converge(args: argparse.Namespace) -> dict[str, Any]:
 
     frame = generate(args.n, seed=args.seed).frame
     session = litfetch_df.Session(
-        client_factory=_factory(args.port), contact=CONTACT, cache=args.cache or None
+        client_factory=_factory(args.port),
+        contact=CONTACT,
+        cache=args.cache or None,
+        allow_private_network=True,  # the fake upstream listens on 127.0.0.1
     )
     kwargs: dict[str, Any] = {
         "session": session,

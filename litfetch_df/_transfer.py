@@ -32,7 +32,7 @@ import ipaddress
 import json
 import re
 import socket
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
@@ -40,20 +40,28 @@ from typing import Any, Final, Protocol, runtime_checkable
 import httpx
 
 from ._clock import Clock, SystemClock
-from ._http import Http, Rate, UpstreamUnavailable
-from ._xml import narrow_xml, root_name
+from ._decode import EncodingRefused, StreamDecoder
+from ._http import Http, Rate, UpstreamUnavailable, get_logger, is_secret_header
+from ._netguard import PrivateNetworkRefused, guard_extensions, is_public_address
+from ._xml import declares_entities, narrow_xml, root_name
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_JSON_BYTES",
+    "DEFAULT_MAX_JSON_DEPTH",
     "BodyTooLarge",
     "Bounds",
     "DeadlineExceeded",
     "Downloaded",
     "Downloader",
+    "EncodingRefused",
     "HeadCheck",
+    "NotServed",
+    "PrivateNetworkRefused",
     "RedirectRefused",
     "Sink",
     "UnexpectedPayload",
+    "UnsafePayload",
     "check_payload",
     "check_redirect",
     "is_public_host",
@@ -63,6 +71,13 @@ __all__ = [
 
 DEFAULT_MAX_BODY_BYTES: Final = 128 * 2**20
 """The default size cap: far above any article body or listing, far below what hurts memory."""
+
+DEFAULT_MAX_JSON_BYTES: Final = 32 * 2**20
+"""The default cap on a JSON answer: parsed JSON costs many times its size in memory, so it
+stays well below the byte cap (the largest bulk answer is a few MiB)."""
+
+DEFAULT_MAX_JSON_DEPTH: Final = 256
+"""The default nesting limit of a JSON answer (real APIs nest a dozen levels at most)."""
 
 DEADLINE_PER_TIMEOUT: Final = 4.0
 """The default deadline of one attempt, in multiples of the client's (per-read) timeout."""
@@ -84,18 +99,45 @@ class RedirectRefused(httpx.RequestError):
     """A redirect the policy refuses; given up at once (the session's flags can allow it)."""
 
 
+class UnsafePayload(httpx.RequestError):
+    """A 2xx whose body is refused as unsafe to read (XML that declares entities); given up
+    at once, since asking again brings the same document."""
+
+
+class NotServed(Exception):
+    """A file link answered with something other than a 200 and its bytes.
+
+    Its message names the status and the host (``HTTP 404 from files.example.org``),
+    never a URL; the frame's ``fetch_error`` cell shows it as is.
+    """
+
+    def __init__(self, status_code: int, host: str, detail: str = "") -> None:
+        self.status_code = status_code
+        self.host = host
+        super().__init__(f"HTTP {status_code}{detail} from {host or 'an unnamed host'}")
+
+
+log = get_logger("litfetch_df.transfer")
+
+
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """What one attempt may cost and where it may go.
 
     ``deadline`` is in seconds for the whole attempt (``None``: none);
-    ``max_body_bytes`` caps the decoded body (``None``: no cap).
+    ``max_body_bytes`` caps the decoded body (``None``: no cap), counted while
+    it is decoded; ``max_json_bytes`` and ``max_json_depth`` bound a JSON
+    answer. ``allow_private_network`` lets connections go to non-public
+    addresses (see :mod:`litfetch_df._netguard`).
     """
 
     deadline: float | None = None
     max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES
     allow_private_redirects: bool = False
     allow_insecure_redirects: bool = False
+    allow_private_network: bool = False
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
 
     def __post_init__(self) -> None:
         if self.deadline is not None and not self.deadline > 0:
@@ -104,6 +146,39 @@ class Bounds:
             isinstance(self.max_body_bytes, bool) or self.max_body_bytes < 1
         ):
             raise ValueError(f"max_body_bytes must be a positive int, got {self.max_body_bytes!r}")
+        for name in ("max_json_bytes", "max_json_depth"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+    def extensions(self) -> dict[str, Any]:
+        """The request extensions every request of an attempt carries (the network guard)."""
+        return guard_extensions(self.allow_private_network)
+
+
+_DEFAULT_BOUNDS: Final = Bounds()
+
+# What every request asks for: only the codings decoded here under the cap (httpx would
+# also offer br and zstd when their optional decoders happen to be installed).
+_ACCEPT_ENCODING: Final = "gzip, deflate"
+
+
+def _build(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    params: Mapping[str, str | int] | None = None,
+    headers: Mapping[str, str] | None,
+    content: bytes | None = None,
+    bounds: Bounds,
+) -> httpx.Request:
+    request = client.build_request(
+        method, url, params=params, headers=headers, content=content, extensions=bounds.extensions()
+    )
+    if not headers or not any(k.lower() == "accept-encoding" for k in headers):
+        request.headers["Accept-Encoding"] = _ACCEPT_ENCODING
+    return request
 
 
 async def send_bounded(
@@ -124,7 +199,9 @@ async def send_bounded(
     always asked not to), so that the policy judges every hop. The deadline
     runs on ``clock`` (default: the event loop's own time).
     """
-    request = client.build_request(method, url, params=params, headers=headers, content=content)
+    request = _build(
+        client, method, url, params=params, headers=headers, content=content, bounds=bounds
+    )
     attempt = _attempt(client, request, follow_redirects, bounds)
     return await _within_deadline(attempt, request, bounds, clock)
 
@@ -185,7 +262,12 @@ async def _attempt(
         await response.aclose()
         raise
     if response.is_success and response.status_code not in _NO_CONTENT:
-        check_payload(response, download=follow)
+        check_payload(response, download=follow, bounds=bounds)
+    else:
+        # An error answer is read too (a source may parse its JSON): only its bounds.
+        problem = _json_bounds_problem(_declared(response), response.content, bounds)
+        if problem is not None:
+            raise UnexpectedPayload(f"{problem} from {response.request.url.host}")
     return response
 
 
@@ -199,6 +281,7 @@ async def _open(
         while follow and response.next_request is not None:
             hop = response.next_request
             check_redirect(response.request.url, hop.url, bounds)
+            _drop_credentials(request, hop)
             if len(history) >= client.max_redirects:
                 raise httpx.TooManyRedirects("too many redirects", request=hop)
             await response.aclose()
@@ -218,13 +301,10 @@ _NO_CONTENT: Final = frozenset({204, 205})
 async def _read_capped(response: httpx.Response, cap: int | None) -> None:
     """Read ``response``'s body into it, aborting once it passes ``cap`` bytes (decoded)."""
     host = response.request.url.host
-    if cap is not None:
-        declared = response.headers.get("content-length", "")
-        if declared.strip().isdigit() and int(declared) > cap:
-            raise BodyTooLarge(f"answer of {int(declared)} bytes from {host} is over the cap")
+    _refuse_declared_over(response, cap, host)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in _decoded(response, host):
         size += len(chunk)
         if cap is not None and size > cap:
             raise BodyTooLarge(f"answer from {host} is over the cap of {cap} bytes")
@@ -232,6 +312,89 @@ async def _read_capped(response: httpx.Response, cap: int | None) -> None:
     # What Response.aread() stores, gathered under the cap instead.
     response._content = b"".join(chunks)
     await response.aclose()
+
+
+def _refuse_declared_over(response: httpx.Response, cap: int | None, host: str) -> None:
+    if cap is not None:
+        declared = response.headers.get("content-length", "")
+        if declared.strip().isdigit() and int(declared) > cap:
+            raise BodyTooLarge(f"answer of {int(declared)} bytes from {host} is over the cap")
+
+
+async def _decoded(response: httpx.Response, host: str) -> AsyncIterator[bytes]:
+    """Yield ``response``'s body decoded, piece by bounded piece (see :mod:`._decode`).
+
+    The raw bytes are read with httpx's own decoding bypassed, so no coding is
+    ever inflated whole; when they end, a connection that holds more bytes
+    than the answer's framing said is closed (see :func:`_close_if_overrun`).
+    """
+    if hasattr(response, "_content"):
+        # Built in process with its content (a mock transport, a replay): already whole.
+        yield response.content
+        return
+    decoder = StreamDecoder(response.headers.get("content-encoding"), host)
+    async for raw in response.aiter_raw():
+        for piece in decoder.decode(raw):
+            yield piece
+    for piece in decoder.finish():
+        yield piece
+    await _close_if_overrun(response, host)
+
+
+async def _close_if_overrun(response: httpx.Response, host: str) -> None:
+    """Close the connection behind ``response`` if bytes past its framing wait on it.
+
+    A server that sends more than its ``Content-Length`` said has planted the
+    start of an answer to a request not yet made: httpcore would read it as
+    the answer to the next request on that kept-alive connection. h11, under
+    httpcore, keeps those bytes as its ``trailing_data``; the connection is
+    closed here, so the pool drops it and the next request opens a new one.
+    Reached through httpcore's own objects: a transport without them (a mock,
+    HTTP/2) has nothing to check.
+    """
+    connection = _h11_connection(response)
+    if connection is None:
+        return
+    trailing = getattr(getattr(connection, "_h11_state", None), "trailing_data", None)
+    if isinstance(trailing, tuple) and trailing and trailing[0]:
+        log.warning(
+            "%s sent %d bytes past the end of its answer; that connection is closed",
+            host,
+            len(trailing[0]),
+        )
+        await connection.aclose()
+
+
+# The attributes that lead from an httpx response stream down to httpcore's connection.
+_STREAM_LINKS: Final = ("_stream", "_httpcore_stream", "_connection")
+
+
+def _h11_connection(response: httpx.Response) -> Any:
+    node: Any = response.stream
+    for _ in range(8):
+        if hasattr(node, "_h11_state") and callable(getattr(node, "aclose", None)):
+            return node
+        node = next((getattr(node, a) for a in _STREAM_LINKS if hasattr(node, a)), None)
+        if node is None:
+            return None
+    return None
+
+
+def _drop_credentials(first: httpx.Request, hop: httpx.Request) -> None:
+    """Remove every credential header from a redirect ``hop`` to another origin than ``first``.
+
+    httpx drops ``Authorization`` itself; the API-key headers of the services
+    (``X-ELS-APIKey``, ``x-api-key``, …) it does not know.
+    """
+    same = (first.url.scheme, first.url.host, first.url.port) == (
+        hop.url.scheme,
+        hop.url.host,
+        hop.url.port,
+    )
+    if same:
+        return
+    for name in [k for k in hop.headers if is_secret_header(k)]:
+        del hop.headers[name]
 
 
 # -- redirects ----------------------------------------------------------------------------------
@@ -277,9 +440,7 @@ def is_public_host(host: str) -> bool:
     address = _literal_address(name)
     if address is None:
         return True
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
+    return is_public_address(address)
 
 
 def _literal_address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -298,7 +459,9 @@ def _literal_address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address
 # -- payloads -----------------------------------------------------------------------------------
 
 
-def check_payload(response: httpx.Response, *, download: bool = False) -> None:
+def check_payload(
+    response: httpx.Response, *, download: bool = False, bounds: Bounds | None = None
+) -> None:
     """Raise :class:`UnexpectedPayload` unless a 2xx body is whole and what it claims to be.
 
     Judged from the declared ``Content-Type`` and the body's first bytes: JSON
@@ -306,11 +469,23 @@ def check_payload(response: httpx.Response, *, download: bool = False) -> None:
     first KiB) with ``%PDF-``; an HTML
     page is refused, unless ``download`` (a file link, which the caller checks
     against the type it was listed as). An empty body passes unless it claims
-    JSON.
+    JSON or XML. JSON (declared, or a body that starts like it) must also stay
+    within ``bounds``' size and nesting limits.
     """
-    problem = _payload_problem(_declared(response), response.content, download=download)
+    limits = bounds if bounds is not None else _DEFAULT_BOUNDS
+    declared = _declared(response)
+    problem = _json_bounds_problem(declared, response.content, limits) or _payload_problem(
+        declared, response.content, download=download
+    )
     if problem is not None:
         raise UnexpectedPayload(f"{problem} from {response.request.url.host}")
+    kind = _kind_of(declared, response.content)
+    if not download and kind == "xml" and declares_entities(response.content, general_only=True):
+        # Every parse here refuses it anyway; saying so here gives the row its reason. (A
+        # parameter entity naming a DTD, as Springer's envelope has, expands no text: a
+        # source that slices the document decides.)
+        host = response.request.url.host
+        raise UnsafePayload(f"XML that declares entities, refused, from {host}")
 
 
 def _declared(response: httpx.Response) -> str:
@@ -364,7 +539,52 @@ def _json_problem(content: bytes) -> str | None:
         json.loads(content)
     except (ValueError, UnicodeDecodeError):
         return "JSON that does not parse (truncated?)"
+    except RecursionError:  # the depth check below should have caught it first
+        return "JSON nested too deep to parse"
     return None
+
+
+def _json_bounds_problem(declared: str, content: bytes, bounds: Bounds) -> str | None:
+    """Say how a JSON answer passes the size or nesting limit of ``bounds``, or ``None``.
+
+    Judged before anything parses it (the parser's own recursion limit raises
+    a ``RecursionError``, and wide JSON costs many times its size), for
+    declared JSON and for any body that starts like JSON.
+    """
+    is_json = declared in {"application/json", "text/json"} or declared.endswith("+json")
+    if not is_json and not content[:64].lstrip(b"\xef\xbb\xbf \t\r\n").startswith((b"{", b"[")):
+        return None
+    if len(content) > bounds.max_json_bytes:
+        return f"JSON of {len(content)} bytes, over the JSON limit of {bounds.max_json_bytes} bytes"
+    if _nested_deeper(content, bounds.max_json_depth):
+        return f"JSON nested deeper than {bounds.max_json_depth} levels"
+    return None
+
+
+# A JSON string (brackets inside one are text), and every byte but a bracket.
+_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _nested_deeper(content: bytes, limit: int) -> bool:
+    """Return whether JSON ``content`` nests more than ``limit`` arrays and objects deep.
+
+    Without a parser and in C-speed passes: strings out, then only brackets
+    kept, then the innermost pairs removed once per level. Each pass takes
+    away at least one level, so what is left after ``limit`` passes nests
+    deeper. Unbalanced brackets are the parser's to report.
+    """
+    if content.count(b"[") + content.count(b"{") <= limit:
+        return False
+    skeleton = _JSON_STRING.sub(b"", content).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        shorter = skeleton.replace(b"[]", b"").replace(b"{}", b"")
+        if not shorter:
+            return False
+        if len(shorter) == len(skeleton):
+            return False  # unbalanced: not JSON, which the parse says
+        skeleton = shorter
+    return True
 
 
 # A document may end with comments, processing instructions and white space after its root.
@@ -373,7 +593,8 @@ _TRAILER: Final = re.compile(rb"(?:\s|<!--(?:(?!-->).)*-->|<\?(?:(?!\?>).)*\?>)*
 
 def _xml_problem(content: bytes) -> str | None:
     if not content.strip():
-        return None
+        # Not "no body": an answer that says XML and brings none is broken (retried).
+        return "an empty XML body"
     narrow = narrow_xml(content)
     name = root_name(narrow)
     if name is None:
@@ -418,13 +639,15 @@ class Downloaded:
 
     ``path`` is where the body now is (only after a 200; ``None`` otherwise,
     and nothing was written); ``size`` its length in bytes and ``sha256`` its
-    hex digest, both of the decoded body as written.
+    hex digest, both of the decoded body as written; ``host`` the host that
+    gave a final status other than 200 (empty when not known).
     """
 
     status_code: int
     path: Path | None = None
     size: int = 0
     sha256: str | None = None
+    host: str = ""
 
 
 @runtime_checkable
@@ -479,7 +702,7 @@ async def stream_bounded(
     The response's own ``content`` stays empty for a 2xx; any other status's
     (short) body is read into it under the cap, as :func:`send_bounded` does.
     """
-    request = client.build_request("GET", url, headers=headers)
+    request = _build(client, "GET", url, headers=headers, bounds=bounds)
     attempt = _stream_attempt(client, request, follow_redirects, bounds, sink, head_check)
     return await _within_deadline(attempt, request, bounds, clock)
 
@@ -533,16 +756,12 @@ async def _stream_capped(
     response: httpx.Response, cap: int | None, sink: Sink, head_check: HeadCheck | None
 ) -> None:
     host = response.request.url.host
-    if cap is not None:
-        declared_length = response.headers.get("content-length", "")
-        if declared_length.strip().isdigit() and int(declared_length) > cap:
-            size = int(declared_length)
-            raise BodyTooLarge(f"answer of {size} bytes from {host} is over the cap")
+    _refuse_declared_over(response, cap, host)
     declared = _declared(response)
     sample = _Sample()
     size = 0
     judged = False
-    async for chunk in response.aiter_bytes():
+    async for chunk in _decoded(response, host):
         size += len(chunk)
         if cap is not None and size > cap:
             raise BodyTooLarge(f"answer from {host} is over the cap of {cap} bytes")
@@ -551,6 +770,9 @@ async def _stream_capped(
             _judge_head(declared, bytes(sample.head), host, head_check)
             judged = True
         sink.write(chunk)
+    if size == 0:
+        # A file link that answers 200 with nothing has not served the file (retried).
+        raise UnexpectedPayload(f"an empty body from {host}")
     if not judged:
         _judge_head(declared, bytes(sample.head), host, head_check)
     problem = _payload_problem(declared, sample.content(), download=True, whole=sample.whole)

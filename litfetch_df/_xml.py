@@ -12,7 +12,15 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["XmlError", "local_name", "narrow_xml", "parse_xml", "root_name", "safe_root_name"]
+__all__ = [
+    "XmlError",
+    "declares_entities",
+    "local_name",
+    "narrow_xml",
+    "parse_xml",
+    "root_name",
+    "safe_root_name",
+]
 
 
 class XmlError(ValueError):
@@ -37,6 +45,27 @@ def _parser() -> etree.XMLParser:
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 
 
+_GENERAL_ENTITY_DECL = re.compile(rb"<!ENTITY\s+(?!%)", re.IGNORECASE)
+
+
+def declares_entities(content: bytes, *, general_only: bool = False) -> bool:
+    """Return whether XML ``content`` declares entities in its prolog (without parsing it).
+
+    Entity declarations can only sit in the prolog (the DOCTYPE's internal
+    subset), however long a comment pads it: all of it is scanned, and no
+    further, so a body that merely mentions ``<!ENTITY`` in a CDATA section
+    does not count. UTF-16 and UTF-32 are read as the ASCII they hold.
+    ``general_only``: count only general entities (``<!ENTITY name …>``), the
+    ones a document's text can expand, not parameter entities
+    (``<!ENTITY % name …>``, which a DOCTYPE uses to name its DTD).
+    """
+    narrow = narrow_xml(content)
+    first = _first_start_tag(narrow)
+    prolog = narrow if first < 0 else narrow[:first]
+    pattern = _GENERAL_ENTITY_DECL if general_only else _ENTITY_DECL
+    return pattern.search(prolog) is not None
+
+
 def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Element:
     """Parse ``content`` safely and return the root element.
 
@@ -46,15 +75,8 @@ def parse_xml(content: bytes, *, allow_entity_decls: bool = False) -> etree._Ele
     """
     if not content or not content.strip():
         raise XmlError("empty document")
-    if not allow_entity_decls:
-        # Entity declarations can only sit in the prolog (the DOCTYPE's internal
-        # subset), however long a comment pads it: scan all of it, and no further,
-        # so a body that merely mentions "<!ENTITY" in a CDATA section still parses.
-        narrow = narrow_xml(content)
-        first = _first_start_tag(narrow)
-        prolog = narrow if first < 0 else narrow[:first]
-        if _ENTITY_DECL.search(prolog):
-            raise XmlError("document declares entities; refused")
+    if not allow_entity_decls and declares_entities(content):
+        raise XmlError("document declares entities; refused")
     try:
         root = etree.fromstring(content, parser=_parser())
     except etree.XMLSyntaxError as exc:

@@ -468,6 +468,25 @@ def _has_table(conn: sqlite3.Connection) -> bool:
     return found is not None
 
 
+def _refuse_foreign(conn: sqlite3.Connection) -> None:
+    """Raise :class:`sqlite3.DatabaseError` for a database that is someone else's.
+
+    A file that already holds tables, none of them this cache's, belongs to
+    another program: adding a table to it or switching its journal mode would
+    change that program's data. Only reads happen before this check.
+    """
+    if _has_table(conn):
+        return
+    (tables,) = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')"
+    ).fetchone()
+    if tables:
+        raise sqlite3.DatabaseError(
+            f"it is another program's SQLite database ({tables} tables or views, none a "
+            "litfetch_df cache); left untouched: give the cache a file or directory of its own"
+        )
+
+
 def _prepare(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
     # Two processes opening a new file at the same moment can meet a lock that the busy
@@ -489,6 +508,7 @@ def _prepare(conn: sqlite3.Connection) -> None:
 
 
 def _initialise(conn: sqlite3.Connection) -> None:
+    _refuse_foreign(conn)
     (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
     if str(mode).lower() != "wal":
         # Only takes effect on a new file (before its first table): it lets clear() give

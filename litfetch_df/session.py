@@ -46,17 +46,23 @@ from ._limiter import (
     plan_for,
 )
 from ._memo import AnswerMemo
+from ._netguard import PrivateNetworkRefused, allow_private_network_default
 from ._quota import QuotaDeferred, QuotaLedger
 from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
 from ._transfer import (
     DEADLINE_PER_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_JSON_BYTES,
+    DEFAULT_MAX_JSON_DEPTH,
     BodyTooLarge,
     Bounds,
+    DeadlineExceeded,
     Downloaded,
+    EncodingRefused,
     HeadCheck,
     RedirectRefused,
     UnexpectedPayload,
+    UnsafePayload,
     check_payload,
     send_bounded,
     stream_bounded,
@@ -222,7 +228,17 @@ class Session:
     of body (default 128 MiB; ``None`` for no cap). Followed redirects never go
     from ``https`` to ``http`` nor from a public address to a non-public one,
     unless ``allow_insecure_redirects`` / ``allow_private_redirects``. See
-    docs/adr/0010-request-bounds-and-redirects.md.
+    docs/adr/0010-request-bounds-and-redirects.md. The body is counted while
+    it is decoded (at most two stacked content codings), and a JSON answer
+    must stay within ``max_json_bytes`` (default 32 MiB) and
+    ``max_json_depth`` levels (default 256).
+
+    No connection goes to a loopback, private, link-local or otherwise
+    non-public address (judged on the address resolved and connected to, for
+    every request and redirect hop) unless ``allow_private_network=True``
+    (an intranet mirror, a local test server); ``None`` reads the
+    ``LITFETCH_DF_ALLOW_PRIVATE_NETWORK`` environment variable (off when
+    unset). See docs/adr/0019-private-networks.md.
 
     With a ``memo`` (an :class:`~litfetch_df._memo.AnswerMemo`; see
     :meth:`keep_answers`), a scope keeps the small JSON answers (200 or 404)
@@ -255,13 +271,21 @@ class Session:
         memo: AnswerMemo | None = None,
         lessons: Mapping[str, Lessons] | None = None,
         quotas: Mapping[tuple[str, str], int] | None = None,
+        allow_private_network: bool | None = None,
+        max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
     ) -> None:
         install_log_redaction()
+        if allow_private_network is None:
+            allow_private_network = allow_private_network_default()
         bounds = Bounds(
             deadline=timeout * DEADLINE_PER_TIMEOUT if isinstance(deadline, _Default) else deadline,
             max_body_bytes=max_body_bytes,
             allow_private_redirects=allow_private_redirects,
             allow_insecure_redirects=allow_insecure_redirects,
+            allow_private_network=bool(allow_private_network),
+            max_json_bytes=max_json_bytes,
+            max_json_depth=max_json_depth,
         )
         store = _open_store(cache, cache_ttl)
         if offline and store is None:
@@ -790,7 +814,7 @@ class Session:
             status = response.status_code
             if status != 200:
                 await response.aclose()
-                return Downloaded(status)
+                return Downloaded(status, host=response.url.host)
             part.commit()
             return Downloaded(status, target, sink.size, sink.digest.hexdigest())
 
@@ -891,8 +915,9 @@ class Session:
             try:
                 ticket = await limiter.acquire()
             except HostParked as parked:
-                self._note_failure(str(parked))
-                raise HostParked(f"{parked}: {method} {shown}") from None
+                reason = _reason(parked, host)
+                self._note_failure(reason)
+                raise HostParked(f"{reason}: {method} {shown}") from None
             try:
                 shared.requests_sent += 1
                 shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
@@ -913,14 +938,25 @@ class Session:
                     )
             except httpx.TransportError as exc:
                 if last:
-                    given_up = (
-                        f"{type(exc).__name__} from {host} after {policy.max_attempts} attempts"
+                    # The bounds' own messages say what was wrong and name the host.
+                    ours = isinstance(exc, DeadlineExceeded | UnexpectedPayload) and bool(str(exc))
+                    what = (
+                        f"{type(exc).__name__}: {exc}"
+                        if ours
+                        else f"{type(exc).__name__} from {host}"
                     )
+                    given_up = f"{what} after {policy.max_attempts} attempts"
                 else:
                     log.info("%s on %s %s; retrying", type(exc).__name__, method, shown)
-            except (BodyTooLarge, RedirectRefused) as exc:
+            except (
+                BodyTooLarge,
+                RedirectRefused,
+                EncodingRefused,
+                PrivateNetworkRefused,
+                UnsafePayload,
+            ) as exc:
                 # Their messages say why and never hold a URL or a key.
-                given_up = f"{type(exc).__name__}: {exc}"
+                given_up = f"{type(exc).__name__}: {_reason(exc, host)}"
             except httpx.RequestError as exc:
                 given_up = f"{type(exc).__name__} from {host}"
             finally:
@@ -947,6 +983,7 @@ class Session:
             was_throttled = was_throttled or throttled
             if parked_reason is not None and throttled:
                 # The host asked for longer than the budget: obey it, and let the row say so.
+                parked_reason = parked_reason.strip() or f"{host} is parked"
                 await response.aclose()
                 self._note_failure(parked_reason)
                 log.warning("%s; its requests are given up until then", parked_reason)
@@ -972,6 +1009,8 @@ class Session:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _note_failure(self, reason: str) -> None:
+        # A row's error cell shows this text: never let it be blank.
+        reason = reason.strip() or "a request was given up (no reason given)"
         # A scope lives for one unit of work, whose steps read its reasons by position, so
         # it keeps every one; a long-lived session keeps only the first few, to stay bounded.
         if self._parent is not None or len(self._failures) < _SESSION_FAILURES_KEPT:
@@ -1058,6 +1097,12 @@ class Session:
         from .operations import relations
 
         return await relations.related_ids(self, article_ids)
+
+
+def _reason(exc: BaseException, host: str) -> str:
+    """Return why ``exc`` gave a request up: its message, or its type and the host when blank."""
+    text = " ".join(str(exc).split())
+    return text or f"{type(exc).__name__} from {host}"
 
 
 # How many failure reasons a session (not a scope) keeps; see Session.failures.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from litfetch_df import RetryPolicy, Session
+from litfetch_df._netguard import ALLOW_PRIVATE_NETWORK_ENV
 from tests.fake_upstream import FakeUpstream
 
 DATA = Path(__file__).parent / "data"
@@ -64,6 +66,28 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", guarded_async)
     monkeypatch.setattr(httpx.HTTPTransport, "handle_request", guarded_sync)
+
+
+# Also for the whole process from the start: a Dask LocalCluster fixture starts its worker
+# processes once, before any test's own fixtures run, and they keep the environment they
+# were started with. The code's default stays "refused" (see _local_servers_allowed).
+os.environ[ALLOW_PRIVATE_NETWORK_ENV] = "1"
+
+
+@pytest.fixture(autouse=True)
+def _local_servers_allowed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opt every test in to connecting to 127.0.0.1, where the fake upstream listens.
+
+    This is the one place the test suite makes the opt-in a user with an
+    intranet mirror makes (ADR 0019): the environment variable, so sessions
+    made inside the library (the ``.lit`` calls, Dask partitions, the CLI,
+    subprocesses) get it too. The code's default stays "refused": tests marked
+    ``guarded_network`` run without the opt-in and check that default.
+    """
+    if request.node.get_closest_marker("guarded_network") is not None:
+        monkeypatch.delenv(ALLOW_PRIVATE_NETWORK_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ALLOW_PRIVATE_NETWORK_ENV, "1")
 
 
 @pytest.fixture(autouse=True)

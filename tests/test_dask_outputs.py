@@ -125,7 +125,10 @@ def test_bodies_and_files_go_to_an_out_dir_url(
             data = Path(path).read_bytes()
         assert data == blob.content
     done = files.dropna(subset=["path"])
-    assert len(done) > 0 and files["fetch_error"].isna().all()
+    assert len(done) > 0 and done["fetch_error"].isna().all()
+    # A link the world does not serve says so (issue 26): never a blank row.
+    missing = files.loc[files["path"].isna(), "fetch_error"]
+    assert missing.str.match(r"HTTP \d{3}").all(), missing.tolist()
     for path, size in zip(done["path"], done["size"], strict=True):
         if scheme == "memory":
             assert fsspec.filesystem("memory").size(fsspec.core.url_to_fs(path)[1]) == size

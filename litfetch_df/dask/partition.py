@@ -54,7 +54,7 @@ _ROW_SHIFT: Final = 16
 _MAX_ROWS: Final = 1 << (_PART_SHIFT - _ROW_SHIFT)
 _MAX_FANOUT: Final = 1 << _ROW_SHIFT
 
-SESSION_LEVEL: Final = ("contact", "cache", "offline", "timeout")
+SESSION_LEVEL: Final = ("contact", "cache", "offline", "timeout", "allow_private_network")
 """Keywords that configure the session each partition opens, not the step."""
 
 
@@ -132,6 +132,7 @@ class WorkPlan:
             offline=opts.offline,
             timeout=opts.timeout,
             limiter_factory=factory,
+            allow_private_network=opts.allow_private_network,
         )
 
     def step_kwargs(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from ..operations.types import BatchResolver, Fetcher, FileSource
 from . import onepass, pipeline
 from .bridge import run_sync
 from .columns import IdColumns, detect_id_columns
+from .cost import STEPS_PLANNED
 from .pipeline import CallOptions
 from .summary import summarise
 from .view import view as _view
@@ -67,6 +68,16 @@ class LitFrameAccessor:
     def summary(self) -> pd.DataFrame:
         """Return a small frame counting resolved ids, bodies per source, licences and errors."""
         return summarise(self._frame)
+
+    def plan(self, steps: Iterable[str] = STEPS_PLANNED, **options: Any) -> pd.DataFrame:
+        """Return what ``run(steps)`` would ask, per host and kind, sending nothing.
+
+        ``options``: ``session``, ``credentials``, ``contact``, ``latency``; see
+        :func:`litfetch_df.frame.cost.plan_for`.
+        """
+        from .cost import plan_for
+
+        return plan_for(self._frame, steps, **options)
 
     async def summary_async(self) -> pd.DataFrame:
         """Awaitable twin of :meth:`summary` (it sends no request)."""

@@ -53,7 +53,8 @@ class CallOptions(TypedDict, total=False):
     ``keyless_replay`` attribute is true, such as
     :func:`~litfetch_df.demo.demo_session`'s, the package-level credentials
     are ignored); ``contact``, ``credentials``,
-    ``concurrency``, ``progress``, ``cache``, ``offline``, ``timeout``: see
+    ``concurrency``, ``progress``, ``cache``, ``offline``, ``timeout``,
+    ``allow_private_network``: see
     :class:`~litfetch_df.frame.options.Options`; ``pmid``, ``pmcid``,
     ``doi``, ``bookid``: the column holding that id kind, when its name is
     not recognised.
@@ -67,13 +68,14 @@ class CallOptions(TypedDict, total=False):
     cache: str | os.PathLike[str] | None
     offline: bool | None
     timeout: float | None
+    allow_private_network: bool | None
     pmid: Hashable | None
     pmcid: Hashable | None
     doi: Hashable | None
     bookid: Hashable | None
 
 
-_SESSION_LEVEL = ("contact", "cache", "offline", "timeout")
+_SESSION_LEVEL = ("contact", "cache", "offline", "timeout", "allow_private_network")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -186,7 +188,7 @@ def inherit(
     """
     inherited = from_attrs(frame.attrs) if frame is not None else None
     told = config.get("session") is not None or any(
-        config.get(k) is not None for k in ("contact", "cache", "offline")
+        config.get(k) is not None for k in ("contact", "cache", "offline", "allow_private_network")
     )
     if inherited is None or told:
         return config, inherited
@@ -222,6 +224,7 @@ async def call_context(
         timeout=options.timeout,
         memo=memo,
         lessons=lessons,
+        allow_private_network=options.allow_private_network,
     )
     made_offline = inherited is not None and inherited.stays_offline
     stays = session.offline or bool(getattr(session, "demo_world_session", False))

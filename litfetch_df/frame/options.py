@@ -78,7 +78,10 @@ class Options:
     persistent response-cache directory (``None``: no cache); ``offline``
     answers only from that cache; ``progress`` ``True``/``False`` forces the
     progress bar on/off, ``None`` shows it only for runs longer than a couple
-    of seconds; ``timeout`` is the HTTP timeout in seconds.
+    of seconds; ``timeout`` is the HTTP timeout in seconds;
+    ``allow_private_network`` ``True`` lets the call's session connect to
+    loopback and private addresses (an intranet mirror), ``None`` leaves it to
+    the ``LITFETCH_DF_ALLOW_PRIVATE_NETWORK`` environment variable (off).
     """
 
     contact: str | None = None
@@ -90,6 +93,7 @@ class Options:
     offline: bool = False
     progress: bool | None = None
     timeout: float = 30.0
+    allow_private_network: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
@@ -117,7 +121,8 @@ class Options:
         return (
             f"Options(contact={self.contact!r}, credentials={{{creds}}}, "
             f"concurrency={self.concurrency}, cache={self.cache!r}, offline={self.offline}, "
-            f"progress={self.progress}, timeout={self.timeout})"
+            f"progress={self.progress}, timeout={self.timeout}, "
+            f"allow_private_network={self.allow_private_network})"
         )
 
     __str__ = __repr__

@@ -29,6 +29,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from .._http import UpstreamUnavailable, get_logger, redact_text
 from .._quota import QuotaDeferred
+from .._transfer import NotServed
 from ..session import Session
 from .errors import compact, untagged
 
@@ -158,6 +159,11 @@ def ids_incomplete(error: object) -> bool:
     return any(g.source == RESOLVE for g in given_up_in(error))
 
 
+def _said(exc: BaseException) -> str:
+    """An exception's message, or its type's name when it has none: a cell is never blank."""
+    return str(exc).strip() or f"{type(exc).__name__} (no message)"
+
+
 def is_none(value: object) -> bool:
     """Return whether ``value`` is ``None`` (the default test of an empty answer)."""
     return value is None
@@ -208,10 +214,13 @@ async def attempt(
     except QuotaDeferred as exc:
         return Outcome(error=f"deferred: {short(compact(str(exc)))}")
     except UpstreamUnavailable as exc:
-        return Outcome(error=f"abandoned: {short(compact(str(exc)))}")
+        return Outcome(error=f"abandoned: {short(compact(_said(exc)))}")
+    except NotServed as exc:
+        # A verdict on the thing asked for (HTTP 404 from its host): said as is, not retried.
+        return Outcome(error=short(str(exc)))
     except Exception as exc:
         log.warning("unit failed: %s: %s", type(exc).__name__, short(str(exc)))
-        return Outcome(error=f"error: {type(exc).__name__}: {short(compact(str(exc)))}")
+        return Outcome(error=f"error: {type(exc).__name__}: {short(compact(_said(exc)))}")
     failures = scope.failures[since:]
     given_up: tuple[GivenUp, ...] = ()
     complete = not partial
@@ -229,6 +238,8 @@ async def attempt(
         own = [f for f in deferrals if not f.endswith(")")]
         if not given_up and deferrals:
             reason = (own or deferrals)[-1]
+        if reason is not None and not reason.strip():
+            reason = "a request was given up (no reason given)"
         if reason is not None:
             return Outcome(error=_given_up(reason))
         return Outcome(value=value)

@@ -44,10 +44,10 @@ __all__ = [
 
 _MAX_NAME: Final = 120  # well under every common filesystem's 255-byte limit
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+# Windows reserves these device names whatever follows the first dot ("CON.tar.gz" is the
+# console), and COM0/LPT0 too; superscript digits (COM¹) reach here already folded to ASCII.
 _WINDOWS_RESERVED = frozenset(
-    {"con", "prn", "aux", "nul"}
-    | {f"com{i}" for i in range(1, 10)}
-    | {f"lpt{i}" for i in range(1, 10)}
+    {"con", "prn", "aux", "nul"} | {f"com{i}" for i in range(10)} | {f"lpt{i}" for i in range(10)}
 )
 _EXTENSIONS: Final = {
     JATS_XML: ".xml",
@@ -127,9 +127,11 @@ def safe_filename(name: str | None, *, fallback: str = "file") -> str:
     """Return ``name`` reduced to one safe path component.
 
     Directory parts (``/`` or ``\\``), drive letters, control characters and
-    leading dots are dropped; other unsafe characters become ``_``; Windows
-    device names are prefixed; the result is at most 120 characters with the
-    extension kept. An empty result becomes ``fallback``.
+    leading and trailing dots and spaces are dropped; other unsafe characters
+    become ``_``; a Windows device name (``CON``, ``nul``, ``COM0``-``COM9``,
+    ``LPT0``-``LPT9``, …, with any extensions: ``CON.tar.gz``) is prefixed
+    with ``_``; the result is at most 120 characters with the extension kept.
+    An empty result becomes ``fallback``. The same on every operating system.
     """
     base = (name or "").replace("\\", "/").split("/")[-1]
     base = base.split(":")[-1]  # drive letters and NTFS streams
@@ -139,7 +141,7 @@ def safe_filename(name: str | None, *, fallback: str = "file") -> str:
     stem, dot, ext = cleaned.rpartition(".")
     if not dot:
         stem, ext = cleaned, ""
-    if stem.lower() in _WINDOWS_RESERVED or cleaned.lower() in _WINDOWS_RESERVED:
+    if cleaned.split(".", 1)[0].lower() in _WINDOWS_RESERVED:
         cleaned = "_" + cleaned
         stem = "_" + stem
     if len(cleaned) > _MAX_NAME:
@@ -195,6 +197,16 @@ def remove_leftovers(root: Path) -> int:
 _Identity = tuple[str | None, str | None, str | None, str | None]
 
 
+def _folded(location: str) -> str:
+    """What a location is on a filesystem that ignores case and Unicode normalisation.
+
+    macOS and Windows hold ``Data.csv`` and ``data.csv`` (or a composed and a
+    decomposed ``é``) as one file: claims compare this form, so such names get
+    distinct names everywhere, Linux included.
+    """
+    return unicodedata.normalize("NFC", location).casefold()
+
+
 def _identity(ids: ArticleIds) -> _Identity:
     """What names one article's body: its ids, the DOI case-folded as everywhere else."""
     doi = doi_key(ids.doi) if ids.doi else None
@@ -234,7 +246,7 @@ class Names:
 
     def _claim(self, parts: list[str], identity: str) -> str:
         location = self._locate(parts)
-        owner = self._claimed.get(location)
+        owner = self._claimed.get(_folded(location))
         if owner is not None and owner != identity:
             name = parts[-1]
             stem, dot, ext = name.rpartition(".")
@@ -242,7 +254,7 @@ class Names:
                 stem, ext = name, ""
             parts = [*parts[:-1], f"{stem}-{_short_hash(identity)}" + (f".{ext}" if ext else "")]
             location = self._locate(parts)
-        self._claimed[location] = identity
+        self._claimed[_folded(location)] = identity
         return location
 
     def reserve_bodies(
@@ -296,7 +308,7 @@ class Names:
         written there: one whose name became that location since (a row
         resolved late, contradicting this one's ids) gets a name of its own.
         """
-        self._claimed.setdefault(location, "body " + self._body_stem(ids))
+        self._claimed.setdefault(_folded(location), "body " + self._body_stem(ids))
 
     def body_location(self, ids: ArticleIds, media_type: str | None) -> str:
         """Return where an article body goes: ``<id stem><extension>`` under the root."""

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 
 from .._atomic import write_atomic
-from .._http import Http, Rate, get_logger
-from .._transfer import Downloader
+from .._http import RETRYABLE_STATUSES, Http, Rate, get_logger
+from .._transfer import Downloaded, Downloader, NotServed
 from ..files import PDF, Blob, File, FileKind, Saved
 from ..ids import ArticleIds
 from ..sources._common import failure_level, file_head_check
@@ -277,7 +277,7 @@ async def fetch_file_to(
     :class:`~litfetch_df._transfer.Downloader` (a :class:`~litfetch_df.Session`
     is) and the source able to name the request (a ``download_url(file, *,
     credentials)`` method, which every bundled file source has). The answer
-    is checked against the type the file was listed as on its first KiB, and
+    is checked against the type it was listed as on its first KiB, and
     ``path`` changes only when the whole of it arrived. Otherwise the source's
     own ``fetch_file`` is awaited and its bytes written atomically.
 
@@ -286,6 +286,29 @@ async def fetch_file_to(
     fails with an HTTP error (logged). Raises
     :class:`~litfetch_df.sources._common.UnexpectedFileType` for an answer that
     is not of the listed type (a login page for a PDF), as :func:`fetch_file` does.
+    :func:`download_file_to` says why instead of returning ``None`` for a status.
+    """
+    try:
+        return await download_file_to(http, file, path, sources=sources, credentials=credentials)
+    except NotServed as exc:
+        log.info("a %s download gave %s", file.source, exc)
+        return None
+
+
+async def download_file_to(
+    http: Http,
+    file: File,
+    path: str | Path,
+    *,
+    sources: Sequence[FileSource] | None = None,
+    credentials: Mapping[str, object] | None = None,
+) -> Saved | None:
+    """Like :func:`fetch_file_to`, but a final status other than 200 raises :class:`NotServed`.
+
+    ``NotServed`` names the status and the host (``HTTP 404 from
+    files.example.org``), so a row can tell "no such file" from "never
+    tried". A status the session retried and gave up on (429, 5xx) still
+    returns ``None``: the session recorded that failure, and a re-run asks again.
     """
     target = Path(path)
     chosen = tuple(sources) if sources is not None else bulk_first_file_sources()
@@ -307,7 +330,7 @@ async def fetch_file_to(
                 follow_redirects=True,
             )
             if done.path is None or done.sha256 is None:
-                log.info("a %s download gave HTTP %d", file.source, done.status_code)
+                _not_served(done, url)
                 return None
             return Saved(file=file, path=str(done.path), size=done.size, sha256=done.sha256)
         blob = await source.fetch_file(file, credentials=credentials, http=http)
@@ -320,3 +343,24 @@ async def fetch_file_to(
     await asyncio.to_thread(write_atomic, target, blob.content)
     digest = hashlib.sha256(blob.content).hexdigest()
     return Saved(file=file, path=str(target), size=len(blob.content), sha256=digest)
+
+
+# Redirect statuses: one left as the final answer had no Location that could be followed.
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+def _not_served(done: Downloaded, url: str) -> None:
+    """Raise :class:`NotServed` for a final status that is a verdict on the file."""
+    status = done.status_code
+    if status in RETRYABLE_STATUSES:
+        return  # given up after every retry: the session's failure says so (abandoned)
+    host = done.host or httpx.URL(url).host
+    if status in _REDIRECTS:
+        detail = " without a Location to follow"
+    elif status == 204:
+        detail = " (no content)"
+    elif status < 300:
+        detail = " (not 200)"
+    else:
+        detail = ""
+    raise NotServed(status, host, detail)

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from litfetch_df import Session, cli
+from litfetch_df import cli
 from tests.cli.support import EXPORT, ctrl_c_on_call, one_line_error, run
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import HOST_S2
@@ -378,9 +378,11 @@ def test_an_interrupt_during_the_downloads_says_the_steps_finished(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    from litfetch_df.frame.steps import downloads as download_step
+
     # The second download presses Ctrl-C and never ends.
-    interrupting, calls = ctrl_c_on_call(Session.fetch_file_to, 2)
-    monkeypatch.setattr(Session, "fetch_file_to", interrupting)
+    interrupting, calls = ctrl_c_on_call(download_step.download_file_to, 2)
+    monkeypatch.setattr(download_step, "download_file_to", interrupting)
     out, files = tmp_path / "out.csv", tmp_path / "files"
     argv = ["run", str(export), "-o", str(out), "--steps", "bodies,files", "--no-progress"]
     code = run([*argv, "-q", "--concurrency", "1", "--files-dir", str(files)], world)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...files import File
 from ...ids import ArticleIds
+from ...operations.fileset import download_file_to
 from ...operations.types import FileSource
 from ...session import Session
 from ..columns import CANONICAL, bundle_key
@@ -88,8 +89,8 @@ async def download_files(
         # Streamed to a .part file beside its final name, never held whole (ADR 0015).
         # To a URL: streamed to a local temporary file, then sent whole.
         with out.staged(out.file_location(owner[file], file)) as stage:
-            saved = await http.fetch_file_to(
-                file, stage.path, sources=sources, credentials=credentials
+            saved = await download_file_to(
+                http, file, stage.path, sources=sources, credentials=credentials
             )
             if saved is None:
                 return None

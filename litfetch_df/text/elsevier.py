@@ -1,0 +1,215 @@
+"""The Elsevier full-text XML reader (``ce:``, ``sb:``, ``ja:`` namespaces)."""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from .._xml import local_name
+from .losses import as_losses
+from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
+from .render import Renderer, all_text, clean, strings
+from .sections import section_type
+
+__all__ = ["read_elsevier"]
+
+_OWN = frozenset(
+    {
+        "label",
+        "caption",
+        "figure",
+        "table",
+        "float-anchor",
+        "display",
+        "textbox",
+        "section-title",
+        "footnote",
+        "bibliography",
+        "inter-ref-title",
+        "e-component",
+    }
+)
+
+
+def _first(el: etree._Element, *names: str) -> etree._Element | None:
+    for c in el.iter():
+        if local_name(c) in names:
+            return c
+    return None
+
+
+def _text(el: etree._Element | None) -> str:
+    return clean(all_text(el)) if el is not None else ""
+
+
+class _Reader:
+    def __init__(self, math: str) -> None:
+        self.r = Renderer(math=math)
+        self.paragraphs: list[Paragraph] = []
+        self.citations: list[Citation] = []
+        self.captions: list[Caption] = []
+        self.offset = 0
+
+    def para(self, el: etree._Element, path: tuple[str, ...], kind: str) -> None:
+        text = self.r.text(el, skip=_OWN)
+        if not text:
+            return
+        if self.paragraphs:
+            self.offset += 2
+        index = len(self.paragraphs)
+        self.paragraphs.append(Paragraph(text, path, kind, self.offset, self.offset + len(text)))
+        self.citations.extend(
+            Citation(rid, index, s, e) for rids, s, e in self.r.citations for rid in rids.split()
+        )
+        self.offset += len(text)
+        # Floats inside a paragraph still get their captions.
+        for f in el.iter():
+            if local_name(f) in ("figure", "table", "e-component"):
+                self.caption(f)
+
+    def caption(self, el: etree._Element) -> None:
+        cap = next((c for c in el if local_name(c) == "caption"), None)
+        label = next((c for c in el if local_name(c) == "label"), None)
+        cells = tuple(
+            tuple(_text(e) for e in row if local_name(e) == "entry")
+            for row in el.iter()
+            if local_name(row) == "row"
+        )
+        kind = {"table": "table", "e-component": "supplementary"}.get(local_name(el), "figure")
+        self.captions.append(
+            Caption(
+                kind,
+                _text(label),
+                self.r.text(cap, skip=frozenset()) if cap is not None else "",
+                cells,
+            )
+        )
+
+    def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
+        title = _text(next((c for c in el if local_name(c) == "section-title"), None))
+        label = _text(next((c for c in el if local_name(c) == "label"), None))
+        if local_name(el) == "acknowledgment" and not title:
+            title = "Acknowledgements"
+        kind = section_type("acknowledgements" if local_name(el) == "acknowledgment" else "", title)
+        path = (*parent, title)
+        subs = self.blocks(el, path, kind)
+        return Section(title, label, kind, len(path), path, subs)
+
+    def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
+        subs: list[Section] = []
+        for child in el:
+            name = local_name(child)
+            if name in ("section", "acknowledgment", "appendices"):
+                if name == "appendices":
+                    subs.extend(self.blocks(child, path, kind))
+                else:
+                    subs.append(self.section(child, path))
+            elif name in ("sections",):
+                subs.extend(self.blocks(child, path, kind))
+            elif name in ("para", "simple-para", "list", "display", "formula", "displayed-quote"):
+                self.para(child, path, kind)
+            elif name in ("figure", "table", "e-component", "float-anchor"):
+                if name != "float-anchor":
+                    self.caption(child)
+            elif name in ("section-title", "label", "bibliography"):
+                continue
+            elif name:
+                self.para(child, path, kind)
+        return tuple(subs)
+
+
+def _reference(bib: etree._Element) -> Reference:
+    label = _text(next((c for c in bib if local_name(c) == "label"), None))
+    sb = _first(bib, "reference")
+    authors: tuple[str, ...] = ()
+    title = source = year = doi = ""
+    if sb is not None:
+        authors = tuple(
+            " ".join(p for p in (_text(_first(a, "surname")), _text(_first(a, "given-name"))) if p)
+            for a in sb.iter()
+            if local_name(a) in ("author", "collaboration")
+        )
+        contribution = _first(sb, "contribution")
+        title = _text(_first(contribution, "maintitle")) if contribution is not None else ""
+        host = _first(sb, "host")
+        if host is not None:
+            issue = _first(host, "issue", "book", "edited-book", "e-host")
+            src = _first(issue if issue is not None else host, "maintitle")
+            source = _text(src)
+            year = _text(_first(host, "date"))
+            doi = _text(_first(host, "doi"))
+    if not doi:
+        doi = _text(_first(bib, "doi"))
+    return Reference(
+        bib.get("id", ""),
+        label,
+        doi,
+        "",
+        "",
+        title,
+        source,
+        year,
+        authors,
+        clean(" ".join(t for c in bib if local_name(c) != "label" for t in strings(c))),
+    )
+
+
+def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
+    """Read a parsed Elsevier full-text tree (``xocs:doc`` or ``ja:article``) into a Document."""
+    reader = _Reader(math)
+    found = _first(root, "article", "simple-article", "book-review", "converted-article")
+    # An lxml element with no children is falsy, so test for None rather than use ``or``.
+    article = found if found is not None else root
+    head = _first(article, "head", "simple-head")
+    title_el = _first(head, "title") if head is not None else None
+    title = reader.r.text(title_el, skip=frozenset()) if title_el is not None else ""
+    abstracts: list[Abstract] = []
+    keywords: list[str] = []
+    if head is not None:
+        for ab in head.iter():
+            if local_name(ab) == "abstract":
+                paras = [
+                    reader.r.text(p, skip=_OWN)
+                    for p in ab.iter()
+                    if local_name(p) in ("simple-para", "para")
+                ]
+                lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
+                heading = _text(next((c for c in ab if local_name(c) == "section-title"), None))
+                abstracts.append(
+                    Abstract(clean(" ".join(paras)), ab.get("class", ""), lang, heading)
+                )
+            elif local_name(ab) == "keyword":
+                keywords.append(_text(ab))
+    # Elsevier's main abstract has class "author"; the frame's main abstract is the type-less one.
+    abstracts = [
+        Abstract(
+            a.text, "" if a.abstract_type == "author" else a.abstract_type, a.language, a.title
+        )
+        for a in abstracts
+    ]
+    sections: list[Section] = []
+    body = _first(article, "body")
+    if body is not None:
+        sections.extend(reader.blocks(body, (), "other"))
+    tail = _first(article, "tail", "back")
+    if tail is not None:
+        sections.extend(reader.blocks(tail, (), "other"))
+    # Floats sit apart from the body, in <ce:floats>; supplementary files are e-components.
+    for floats in (f for f in article.iter() if local_name(f) == "floats"):
+        for child in floats:
+            if local_name(child) in ("figure", "table", "e-component"):
+                reader.caption(child)
+    refs = [_reference(b) for b in article.iter() if local_name(b) == "bib-reference"]
+    return Document(
+        text_format="elsevier",
+        article_type=article.get("docsubtype", ""),
+        title=title,
+        abstracts=tuple(abstracts),
+        keywords=tuple(keywords),
+        sections=tuple(sections),
+        paragraphs=tuple(reader.paragraphs),
+        captions=tuple(reader.captions),
+        formulas=tuple(Formula(t, n, d) for t, n, d in reader.r.formulas),
+        references=tuple(refs),
+        citations=tuple(reader.citations),
+        text_loss=as_losses(reader.r),
+    )

@@ -1,0 +1,284 @@
+"""The JATS / NLM 2.x-3 / BITS reader: one walk over the parsed tree."""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from .._xml import local_name
+from .losses import as_losses
+from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
+from .render import BLOCK, LOST, OWN_FIELD, Renderer, all_text, clean, strings
+from .sections import section_type
+
+__all__ = ["read_jats"]
+
+_CITATIONS = ("element-citation", "mixed-citation", "citation", "nlm-citation")
+# Containers whose children are walked as sections or paragraphs.
+_PARA = frozenset(
+    {
+        "p",
+        "disp-quote",
+        "list",
+        "def-list",
+        "boxed-text",
+        "statement",
+        "verse-group",
+        "disp-formula",
+        "speech",
+        "preformat",
+        "code",
+        "array",
+    }
+)
+
+
+# A footnote's label ("a", "*") is its own token, never glued to the first word.
+_LABEL = frozenset({"label"})
+
+
+def _children(el: etree._Element, *names: str) -> list[etree._Element]:
+    return [c for c in el if local_name(c) in names]
+
+
+def _first(el: etree._Element | None, *names: str) -> etree._Element | None:
+    if el is None:
+        return None
+    for c in el.iter():
+        if local_name(c) in names:
+            return c
+    return None
+
+
+class _Reader:
+    def __init__(self, math: str) -> None:
+        self.r = Renderer(math=math)
+        self.paragraphs: list[Paragraph] = []
+        self.citations: list[Citation] = []
+        self.captions: list[Caption] = []
+        self.footnotes: list[str] = []
+        self.offset = 0
+
+    def add_paragraph(self, el: etree._Element, path: tuple[str, ...], kind: str) -> None:
+        text = self.r.text(el)
+        if not text:
+            return
+        if self.paragraphs:
+            self.offset += 2  # the blank line between paragraphs
+        index = len(self.paragraphs)
+        self.paragraphs.append(Paragraph(text, path, kind, self.offset, self.offset + len(text)))
+        for rid, s, e in self.r.citations:
+            for one in rid.split():
+                self.citations.append(Citation(one, index, s, e))
+        self.offset += len(text)
+
+    def caption(self, el: etree._Element) -> None:
+        name = local_name(el)
+        kind = "table" if name == "table-wrap" else "figure"
+        label = _first(el, "label")
+        cap = _first(el, "caption")
+        cells: list[tuple[str, ...]] = []
+        for tr in el.iter():
+            if local_name(tr) == "tr":
+                cells.append(
+                    tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
+                )
+        self.captions.append(
+            Caption(
+                kind,
+                clean(all_text(label)) if label is not None else "",
+                self.r.text(cap, skip=frozenset()) if cap is not None else "",
+                tuple(cells),
+            )
+        )
+        for fn in el.iter():
+            # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs.
+            if (
+                local_name(fn) == "table-wrap-foot"
+                and not any(local_name(c) == "fn" for c in fn.iter())
+            ) or local_name(fn) == "fn":
+                self.footnotes.append(self.r.text(fn, skip=_LABEL))
+
+    def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
+        """Walk a section-like container; return its subsections."""
+        subs: list[Section] = []
+        for child in el:
+            name = local_name(child)
+            if name in ("sec", "book-part", "chapter", "ack", "app", "notes", "glossary", "bio"):
+                subs.append(self.section(child, path))
+            elif name in _PARA:
+                self.add_paragraph(child, path, kind)
+            elif name in ("fig", "table-wrap", "fig-group", "table-wrap-group"):
+                for one in (
+                    [child]
+                    if name in ("fig", "table-wrap")
+                    else _children(child, "fig", "table-wrap")
+                ):
+                    self.caption(one)
+            elif name == "supplementary-material":
+                self.caption(child)
+            elif name in ("fn-group", "fn"):
+                for fn in [child] if name == "fn" else _children(child, "fn"):
+                    self.footnotes.append(self.r.text(fn, skip=frozenset({"label"})))
+            elif name in (
+                "title",
+                "label",
+                "sec-meta",
+                "book-part-meta",
+                "ref-list",
+                "object-id",
+                "graphic",
+            ):
+                continue
+            elif name in (
+                "body",
+                "book-body",
+                "back",
+                "front-matter",
+                "book-back",
+                "named-book-part-body",
+                "app-group",
+                "body-part",
+            ):
+                subs.extend(self.blocks(child, path, kind))
+            elif name and name in LOST:
+                self.r.lose(child)
+            elif name:
+                # Unknown block element: render it as a paragraph rather than lose it.
+                self.add_paragraph(child, path, kind)
+        return tuple(subs)
+
+    def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
+        name = local_name(el)
+        title_el = _children(el, "title")
+        if not title_el:
+            meta = _children(el, "book-part-meta", "sec-meta")
+            if meta:
+                found = _first(meta[0], "title")
+                title_el = [found] if found is not None else []
+        title = self.r.text(title_el[0], skip=frozenset()) if title_el else ""
+        if not title and name == "ack":
+            title = "Acknowledgements"
+        label_el = _children(el, "label")
+        label = clean(all_text(label_el[0])) if label_el else ""
+        kind = section_type(
+            el.get("sec-type", "")
+            or el.get("notes-type", "")
+            or ("acknowledgements" if name == "ack" else "")
+            or ("supplementary" if name == "app" and not title else ""),
+            title,
+        )
+        path = (*parent, title)
+        children = self.blocks(el, path, kind)
+        return Section(title, label, kind, len(path), path, children)
+
+
+def _person(el: etree._Element) -> str:
+    sur = _first(el, "surname")
+    given = _first(el, "given-names")
+    parts = [clean(all_text(x)) for x in (sur, given) if x is not None]
+    return " ".join(p for p in parts if p) or clean(all_text(el))
+
+
+def _reference(ref: etree._Element) -> Reference:
+    cits = [c for c in ref.iter() if local_name(c) in _CITATIONS]
+    # citation-alternatives: prefer the structured rendering for fields, keep the first raw.
+    cit = next((c for c in cits if local_name(c) == "element-citation"), cits[0] if cits else ref)
+    ids: dict[str, str] = {}
+    for c in cit.iter():
+        if local_name(c) == "pub-id":
+            ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
+        elif local_name(c) == "ext-link" and "doi.org/" in (
+            c.get("{http://www.w3.org/1999/xlink}href") or ""
+        ):
+            ids.setdefault(
+                "doi", (c.get("{http://www.w3.org/1999/xlink}href") or "").split("doi.org/", 1)[1]
+            )
+
+    def field(*names: str) -> str:
+        found = _first(cit, *names)
+        return clean(all_text(found)) if found is not None else ""
+
+    label = _children(ref, "label")
+    authors = tuple(
+        _person(p) for p in cit.iter() if local_name(p) in ("name", "string-name", "collab")
+    )
+    raw_src = cits[0] if cits else ref
+    return Reference(
+        ref_id=ref.get("id", ""),
+        label=clean(all_text(label[0])) if label else "",
+        doi=ids.get("doi", ""),
+        pmid=ids.get("pmid", ""),
+        pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
+        title=field("article-title", "chapter-title", "part-title"),
+        source=field("source"),
+        year=field("year"),
+        authors=authors,
+        raw=clean(" ".join(t for t in strings(raw_src))),
+    )
+
+
+def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
+    """Read a parsed JATS, NLM 2.x/3 or BITS tree into a :class:`Document`."""
+    reader = _Reader(math)
+    is_book = local_name(root) in ("book", "book-part", "book-part-wrapper", "chapter")
+    meta = _first(root, "article-meta", "book-part-meta", "book-meta")
+    title_el = _first(meta, "article-title", "title") if meta is not None else None
+    title = reader.r.text(title_el, skip=frozenset()) if title_el is not None else ""
+    abstracts: list[Abstract] = []
+    keywords: list[str] = []
+    if meta is not None:
+        for ab in meta.iter():
+            if local_name(ab) in ("abstract", "trans-abstract"):
+                parts = [
+                    reader.r.text(c)
+                    for c in ab
+                    if local_name(c) not in ("title", "label", "object-id")
+                ]
+                text = clean(" ".join(p for p in parts if p)) or reader.r.text(ab)
+                lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
+                head = _children(ab, "title")
+                abstracts.append(
+                    Abstract(
+                        text,
+                        ab.get("abstract-type", ""),
+                        lang,
+                        reader.r.text(head[0]) if head else "",
+                    )
+                )
+            elif local_name(ab) in ("kwd", "compound-kwd"):
+                keywords.append(clean(all_text(ab)))
+    sections: list[Section] = []
+    for part in root:
+        name = local_name(part)
+        if name in (
+            "body",
+            "back",
+            "book-body",
+            "book-back",
+            "book-part",
+            "chapter",
+            "named-book-part-body",
+        ):
+            sections.extend(reader.blocks(part, (), "other"))
+        elif name in ("sub-article", "response"):
+            reader.r.lose(part)
+    refs = [_reference(r) for r in root.iter() if local_name(r) == "ref"]
+    formulas = tuple(Formula(t, n, d) for t, n, d in reader.r.formulas)
+    return Document(
+        text_format="bits" if is_book else "jats",
+        article_type=root.get("article-type", "") or root.get("book-part-type", ""),
+        title=title,
+        abstracts=tuple(abstracts),
+        keywords=tuple(keywords),
+        sections=tuple(sections),
+        paragraphs=tuple(reader.paragraphs),
+        captions=tuple(reader.captions),
+        formulas=formulas,
+        footnotes=tuple(reader.footnotes),
+        references=tuple(refs),
+        citations=tuple(reader.citations),
+        text_loss=as_losses(reader.r),
+    )
+
+
+_ = (BLOCK, OWN_FIELD)  # re-exported names kept for readers that extend the sets

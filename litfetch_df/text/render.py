@@ -1,0 +1,224 @@
+"""Rendering one element's text: tails kept, inline joined, blocks separated, NFC."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from .._xml import local_name
+
+__all__ = ["Renderer", "all_text", "clean", "strings"]
+
+_SPACE = re.compile(r"\s+")
+
+# Elements whose text belongs to a field of its own, never to the prose around them.
+OWN_FIELD = frozenset(
+    {
+        "label",
+        "caption",
+        "fig",
+        "table-wrap",
+        "table-wrap-foot",
+        "fn",
+        "fn-group",
+        "ref-list",
+        "float",
+        "figure",
+        "table",
+        "display",
+        "object-id",
+        "alt-text",
+        "graphic",
+    }
+)
+# Elements that start a new block (a space is put either side of their text).
+BLOCK = frozenset(
+    {
+        "p",
+        "list",
+        "list-item",
+        "def-list",
+        "def-item",
+        "term",
+        "def",
+        "disp-quote",
+        "boxed-text",
+        "title",
+        "sec",
+        "statement",
+        "para",
+        "simple-para",
+        "verse-group",
+        "verse-line",
+        "address",
+        "tr",
+        "td",
+        "th",
+        "entry",
+        "row",
+        "br",
+        "section-title",
+        "disp-formula",
+    }
+)
+# Elements dropped on purpose with their text counted as lost.
+LOST = frozenset({"sub-article", "response", "processing-meta", "private-char", "inline-graphic"})
+
+
+def strings(el: etree._Element) -> list[str]:
+    """Every text node under ``el`` (the stubs say str | bytes; parsed XML gives str)."""
+    return [t for t in el.itertext() if isinstance(t, str)]
+
+
+def all_text(el: etree._Element) -> str:
+    """Every text node under ``el``, joined as is."""
+    return "".join(strings(el))
+
+
+def clean(text: str) -> str:
+    """NFC and collapsed whitespace, no ASCII folding."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+@dataclass
+class Renderer:
+    """Renders elements; ``math`` is ``"tex"`` (TeX, else MathML text) or ``"placeholder"``."""
+
+    math: str = "tex"
+    loss: Counter[str] = field(default_factory=Counter)
+    loss_chars: Counter[str] = field(default_factory=Counter)
+    formulas: list[tuple[str, str, bool]] = field(default_factory=list)
+    citations: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def lose(self, el: etree._Element) -> None:
+        """Count ``el``'s text (not its tail) as not rendered."""
+        name = local_name(el)
+        self.loss[name] += 1
+        self.loss_chars[name] += len(clean(all_text(el)))
+
+    def text(self, el: etree._Element, *, skip: frozenset[str] = OWN_FIELD) -> str:
+        """The cleaned text of ``el`` without its tail; in-text citations recorded by offset."""
+        self.citations = []
+        parts: list[str] = []
+        if local_name(el) in ("inline-formula", "disp-formula", "formula"):
+            # A formula standing as a block of its own still goes through the math rules
+            # (an image-only one is counted as lost, not skipped).
+            self._math(el, parts, display=True)
+        else:
+            self._walk(el, parts, skip, top=True)
+        raw = "".join(parts)
+        # Record citations against the cleaned string by the markers placed in the walk.
+        out: list[str] = []
+        pending: list[tuple[str, int]] = []
+        pos = 0
+        for chunk in re.split(r"(\x00[^\x00]*\x00|\x01)", raw):
+            if chunk.startswith("\x00"):
+                pending.append((chunk[1:-1], pos))
+            elif chunk == "\x01":
+                rid, start = pending.pop()
+                self.citations.append((rid, start, pos))
+            else:
+                out.append(chunk)
+                pos += len(chunk)
+        return self._clean_with_citations("".join(out))
+
+    def _clean_with_citations(self, raw: str) -> str:
+        # Map offsets in the raw string to offsets in the cleaned one.
+        nfc = unicodedata.normalize("NFC", raw)
+        if len(nfc) != len(raw):  # rare: composed characters shift offsets; recompute roughly
+            raw = nfc
+        mapping: list[int] = []
+        out: list[str] = []
+        prev_space = True
+        for ch in raw:
+            mapping.append(len(out))
+            if ch.isspace():
+                if not prev_space:
+                    out.append(" ")
+                prev_space = True
+            else:
+                out.append(ch)
+                prev_space = False
+        mapping.append(len(out))
+        text = "".join(out)
+        stripped = text.rstrip()
+        self.citations = [
+            (
+                rid,
+                min(mapping[min(s, len(raw))], len(stripped)),
+                min(mapping[min(e, len(raw))], len(stripped)),
+            )
+            for rid, s, e in self.citations
+        ]
+        return stripped
+
+    def _walk(self, el: etree._Element, parts: list[str], skip: frozenset[str], top: bool) -> None:
+        name = local_name(el)
+        if not top:
+            if not name:  # a processing instruction: its text is not prose
+                self._tail(el, parts)
+                return
+            if name in LOST:
+                self.lose(el)
+                self._tail(el, parts)
+                return
+            if name in skip:
+                self._tail(el, parts)
+                return
+            if name in ("inline-formula", "disp-formula", "math", "formula"):
+                self._math(el, parts, display=name != "inline-formula")
+                self._tail(el, parts)
+                return
+        block = name in BLOCK
+        if block:
+            parts.append(" ")
+        cite = name in ("xref", "cross-ref") and el.get("ref-type", "bibr") == "bibr"
+        rid = el.get("rid") or el.get("refid") or ""
+        if cite and rid:
+            parts.append(f"\x00{rid}\x00")
+        if el.text:
+            parts.append(el.text)
+        for child in el:
+            self._walk(child, parts, skip, top=False)
+        if cite and rid:
+            parts.append("\x01")
+        if block:
+            parts.append(" ")
+        if not top:
+            self._tail(el, parts)
+
+    @staticmethod
+    def _tail(el: etree._Element, parts: list[str]) -> None:
+        if el.tail:
+            parts.append(el.tail)
+
+    def _math(self, el: etree._Element, parts: list[str], *, display: bool) -> None:
+        tex = [c for c in el.iter() if local_name(c) == "tex-math"]
+        mml = [c for c in el.iter() if local_name(c) == "math"]
+        label = [c for c in el if local_name(c) == "label"]
+        if self.math == "placeholder":
+            text, notation = "[formula]", "placeholder"
+        elif tex and tex[0].text:
+            text, notation = clean(tex[0].text), "tex"
+        elif mml:
+            text, notation = clean(all_text(mml[0])), "mathml"
+        else:
+            rest = clean("".join(t for c in el if local_name(c) != "label" for t in strings(c)))
+            if rest:
+                text, notation = rest, "mathml"
+            else:
+                # An image-only formula: nothing to render, so it is counted.
+                self.loss["formula-image"] += 1
+                text, notation = "[formula]", "placeholder"
+        if label:
+            text = text  # the label stays in its own field; it is not prose
+        self.formulas.append((text, notation, display))
+        parts.append(f" {text} " if display else text)
+
+    def losses(self) -> dict[str, tuple[int, int]]:
+        """What was not rendered: element name → (count, characters)."""
+        return {k: (self.loss[k], self.loss_chars[k]) for k in sorted(self.loss)}

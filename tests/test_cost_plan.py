@@ -1,0 +1,71 @@
+"""df.lit.plan(): requests per host and kind, time and quota share, before anything is sent."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+import pandas as pd
+
+import litfetch_df  # noqa: F401  (registers df.lit)
+from litfetch_df import Session
+from litfetch_df._quota import QuotaLedger
+from litfetch_df.frame.cost import plan_costs
+from tests.virtual_clock import EPOCH
+
+
+def _frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "doi": [f"10.1000/x.{i}" for i in range(n)],
+            "pmid": [str(30000000 + i) if i % 2 else None for i in range(n)],
+            "pmcid": [f"PMC{7000000 + i}" if i % 4 == 1 else None for i in range(n)],
+        }
+    )
+
+
+def row(plan: pd.DataFrame, host: str, kind: str) -> pd.Series:
+    hits = plan[(plan["host"] == host) & (plan["kind"] == kind)]
+    assert len(hits) == 1, (host, kind, plan)
+    return hits.iloc[0]
+
+
+def test_the_plan_counts_bulk_forms_and_sends_nothing() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    session = Session(
+        client_factory=lambda: httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    )
+    plan = _frame(1_000).lit.plan(session=session, contact="me@lab.example")
+    assert sent == []
+    # OpenAlex: the resolver's 750 DOIs short of an id and the terms lookup of all 1,000
+    # share the host: the larger of the two, 100 DOIs a call.
+    assert row(plan, "api.openalex.org", "list")["requests"] == 10
+    assert row(plan, "api.crossref.org", "list")["requests"] == 20
+    assert row(plan, "pmc.ncbi.nlm.nih.gov", "list")["requests"] == math.ceil(750 / 200)
+    assert row(plan, "api.semanticscholar.org", "list")["requests"] == 2
+    unpaywall = row(plan, "api.unpaywall.org", "single")
+    assert unpaywall["basis"] == "estimate" and unpaywall["requests"] == 50
+    # With a contact Crossref puts the lists in its polite pool: 3 a second.
+    assert row(plan, "api.crossref.org", "list")["seconds"] >= 20 / 3
+    assert plan["deferred_rows"].sum() == 0
+
+
+def test_a_spent_quota_shows_as_deferred_rows() -> None:
+    ledger = QuotaLedger(None, now=lambda: EPOCH, quotas={("api.openalex.org", "list"): 3})
+    plan = plan_costs(_frame(1_000), ["licences"], ledger=ledger)
+    openalex = row(plan, "api.openalex.org", "list")
+    assert openalex["quota"] == 1_000 and openalex["quota_left"] == 3
+    assert openalex["quota_share"] > 1
+    assert openalex["deferred_rows"] == (10 - 3) * 100
+    # Without a contact Unpaywall is not planned.
+    assert "api.unpaywall.org" not in set(plan_costs(_frame(10), contact=False)["host"])
+
+
+def test_an_empty_frame_plans_nothing() -> None:
+    plan = plan_costs(pd.DataFrame({"doi": [None, "not a doi"]}))
+    assert plan.empty and list(plan.columns)[:3] == ["host", "kind", "requests"]
