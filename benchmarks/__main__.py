@@ -40,10 +40,12 @@ from benchmarks.convergence import compare, differing_rows, round_lines  # noqa:
 from benchmarks.corpus import Corpus, generate  # noqa: E402
 from benchmarks.model import (  # noqa: E402
     LIMITS,
+    batch_optimal,
     expected_outcomes,
     ideal_requests,
     lower_bound,
     marginal_requests,
+    published_bound,
     servable,
 )
 from benchmarks.politeness import measure  # noqa: E402
@@ -58,6 +60,7 @@ from benchmarks.worlds import DrawnWorld, draw_world, draw_worlds  # noqa: E402
 from benchmarks.worldtable import WORLD_RUNNERS, format_worlds, world_rows  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.fakes.faults import FaultPlan  # noqa: E402
+from tests.fakes.rules2026 import Rules2026, parse_quotas  # noqa: E402
 from tests.fakes.world import World  # noqa: E402
 
 ALL_SCENARIOS = (
@@ -157,6 +160,24 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--dask-partitions", type=int, default=0, help="the dask scenario: 0 = 2 per worker"
     )
+    p.add_argument(
+        "--limits",
+        choices=("fixed", "2026"),
+        default="fixed",
+        help="2026: the fake enforces the published 2026 limits, pools, page sizes and quotas "
+        "(tests/fakes/rules2026.py, from litfetch_df.limits) on the hosts that publish them",
+    )
+    p.add_argument(
+        "--quota",
+        default="",
+        help="scaled-down quotas with --limits 2026, e.g. unpaywall=50,openalex-keyless-list=5",
+    )
+    p.add_argument(
+        "--jitter",
+        type=float,
+        default=0.2,
+        help="each answer waits latency x uniform(1-j, 1+j), seeded by --seed (0: constant)",
+    )
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "latest.json"))
     args = p.parse_args(argv)
     chosen: list[str] = []
@@ -183,6 +204,45 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if not args.dask_sizes or min(args.dask_sizes) < 1:
         p.error("--dask-workers takes a comma list of worker counts, e.g. 1,2,4")
     return args
+
+
+def _batch_optimal_lines(
+    report: ScenarioReport, corpus: Corpus, *, credentials: bool, latency: float
+) -> None:
+    """Add requests per host beside the batch-optimal count, the bound from that plan under
+    the published 2026 rates (wall ÷ bound), the 429 share per host, and Unpaywall requests
+    against the DOIs OpenAlex does not know (issue 24 part 5)."""
+    optimal = batch_optimal(corpus, credentials=credentials)
+    floors = published_bound(optimal, latency=latency)
+    bound = max(floors.values(), default=latency)
+    hosts = sorted(set(optimal) | set(report.requests))
+    report.extra["requests vs batch-optimal"] = ", ".join(
+        f"{h} {report.requests.get(h, 0)}/{optimal.get(h, 0)}" for h in hosts
+    )
+    report.extra["429 share"] = (
+        ", ".join(
+            f"{h} {report.throttled.get(h, 0) / n:.1%}"
+            for h, n in sorted(report.requests.items())
+            if n and report.throttled.get(h, 0)
+        )
+        or "none"
+    )
+    report.extra["batch-optimal bound"] = f"{bound:.2f} s"
+    if report.wall is not None:
+        report.extra["wall / batch-optimal bound"] = f"{report.wall / bound:.1f}x"
+    unknown = sum(1 for a in corpus.articles if a.doi and not a.in_openalex)
+    report.extra["Unpaywall requests vs DOIs unknown to OpenAlex"] = (
+        f"{report.requests.get('api.unpaywall.org', 0)} / {unknown}"
+    )
+
+
+def _extras(args: argparse.Namespace) -> dict[str, Any]:
+    """The fake's 2026 rules (``--limits 2026``, ``--quota``) and latency jitter."""
+    extra: dict[str, Any] = {"jitter": args.jitter, "jitter_seed": args.seed}
+    if args.limits == "2026":
+        # the fake's clock is monotonic: the offset makes its quotas reset at real midnight UTC
+        extra["rules"] = Rules2026(parse_quotas(args.quota), epoch=time.time() - time.monotonic())
+    return extra
 
 
 def _fault_plan(args: argparse.Namespace, share: float | None = None) -> FaultPlan | None:
@@ -323,7 +383,9 @@ def run_requests_scenario(
     fake_world = World(corpus.articles, keys=WORLD_KEYS)
     fake = FakeUpstream().start()
     limits = world.limits() if world is not None else LIMITS
-    fake_world.install(fake, latency=args.latency, limits=limits, faults=_fault_plan(args))
+    fake_world.install(
+        fake, latency=args.latency, limits=limits, faults=_fault_plan(args), **_extras(args)
+    )
     bound_limits = _bound_limits(world)
     extra: dict[str, str] = {}
     out_dir: Path | None = None
@@ -416,6 +478,8 @@ def run_requests_scenario(
             servable=servable(corpus, credentials=credentials),
             outcomes=report.outcomes,
         )
+    if name not in WARM_SCENARIOS and name != "memory":
+        _batch_optimal_lines(report, corpus, credentials=credentials, latency=args.latency)
     if fake_world.faulted:
         report.extra["faults injected"] = _compact_counts(fake_world.fault_kinds)
     if "traceback" in result:
@@ -516,7 +580,7 @@ def _converge(
     fake = FakeUpstream().start()
     limits = world.limits() if world is not None else LIMITS
     plan = _fault_plan(args, share)
-    fake_world.install(fake, latency=args.latency, limits=limits, faults=plan)
+    fake_world.install(fake, latency=args.latency, limits=limits, faults=plan, **_extras(args))
     try:
         result = _child(
             args,

@@ -393,3 +393,71 @@ def lower_bound(
         )
     terms.sort(key=lambda t: t.seconds, reverse=True)
     return (terms[0].seconds if terms else 0.0), terms
+
+
+def batch_optimal(corpus: Corpus, *, credentials: bool = True) -> dict[str, int]:
+    """The fewest requests per host the services' documented 2026 bulk forms allow (issue 24).
+
+    From the corpus truth: OpenAlex ⌈DOIs/100⌉ (OR filter of 100, ``per_page=100``),
+    Crossref ⌈DOIs/50⌉, the ID Converter ⌈ids/200⌉, Europe PMC search ⌈PMID-only
+    rows/1000⌉ (``pageSize`` 1000 by ``searchPOST``) plus one ``fullTextXML`` per
+    servable article, Semantic Scholar ⌈ids/500⌉, Unpaywall one per DOI unknown to
+    OpenAlex, Springer Nature ⌈Springer DOIs/25⌉ Meta + ⌈servable/20⌉ OpenAccess
+    (Basic pages), Elsevier one per servable article. S3 is left to :func:`ideal_requests`.
+    """
+    resolved, _ = resolve_rows(corpus)
+    rows = _distinct(resolved)
+    dois = {r.doi for r in rows if r.doi}
+    ids = {r.pmcid or r.pmid or r.doi for r in rows if r.pmcid or r.pmid or r.doi}
+    pmid_only = sum(1 for r in rows if r.pmid and not r.pmcid)
+    unknown = sum(1 for r in rows if r.doi and r.article is not None and not r.article.in_openalex)
+    springer = sum(
+        1
+        for r in rows
+        if r.doi and r.article is not None and r.article.publisher is Publisher.SPRINGER
+    )
+    serve = servable(corpus, credentials=credentials)
+    out = {
+        HOST_OPENALEX: math.ceil(len(dois) / 100),
+        HOST_CROSSREF: math.ceil(len(dois) / 50),
+        HOST_NCBI: math.ceil(len(ids) / 200),
+        # fullTextXML only where the bucket (asked first, unmetered) holds no copy
+        HOST_EBI: math.ceil(pmid_only / 1000)
+        + sum(
+            1
+            for r in rows
+            if r.pmcid
+            and r.article is not None
+            and r.article.in_europe_pmc_fulltext
+            and not r.article.pmc_versions
+        ),
+        HOST_S2: math.ceil(len(ids) / 500),
+        HOST_UNPAYWALL: unknown,
+    }
+    if credentials:
+        out[HOST_SPRINGER] = math.ceil(springer / 25) + math.ceil(serve["springer_jats"] / 20)
+        out[HOST_ELSEVIER] = serve["elsevier"]
+    return {h: n for h, n in out.items() if n}
+
+
+def published_bound(counts: Mapping[str, int], *, latency: float) -> dict[str, float]:
+    """Per host, the least wall for ``counts`` under the published 2026 rate and concurrency.
+
+    ``R / rate + latency`` where ``litfetch_df.limits`` publishes a rate (the binding
+    window: Europe PMC's 500/min, Springer's 100/min), else ``latency`` (one round of
+    unlimited concurrency); a published in-flight cap ``c`` adds ``R × latency / c``.
+    The scenario's bound is the largest value.
+    """
+    from litfetch_df.limits import published_limit
+
+    out: dict[str, float] = {}
+    # the tiers a benchmark client lands on: a contact (Crossref polite), publisher keys
+    tiers = {HOST_CROSSREF: "polite", HOST_S2: "keyed", HOST_ELSEVIER: "keyed"}
+    for host, n in counts.items():
+        row = published_limit(host, "list", tiers.get(host))
+        rate = row.rate if row is not None else None
+        floor = (n / rate if rate else 0.0) + latency
+        if row is not None and row.in_flight:
+            floor = max(floor, n * latency / row.in_flight)
+        out[host] = floor
+    return out

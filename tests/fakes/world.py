@@ -23,6 +23,7 @@ import enum
 import hashlib
 import itertools
 import json
+import random
 import re
 import threading
 import time
@@ -365,6 +366,9 @@ class World:
         self.faulted: collections.Counter[str] = collections.Counter()
         self.fault_kinds: collections.Counter[str] = collections.Counter()
         self._faults: FaultPlan | None = None
+        self._rules: Any = None
+        self._jitter = 0.0
+        self._jitter_rng = random.Random(0)
         self.marks: list[tuple[str, float]] = []
 
     # -- construction helpers ----------------------------------------------------------------
@@ -669,8 +673,16 @@ class World:
         latency: float | Mapping[str, float] = 0.0,
         limits: Mapping[str, HostLimit] | None = None,
         faults: FaultPlan | None = None,
+        rules: Any = None,
+        jitter: float = 0.0,
+        jitter_seed: int = 0,
     ) -> None:
         """Register every service's routes on ``fake``.
+
+        ``rules`` (a :class:`tests.fakes.rules2026.Rules2026`) enforces the published 2026
+        limits, pools, page sizes and quotas on the hosts it knows, in place of ``limits``.
+        ``jitter`` delays each answer by its latency times uniform(1 - j, 1 + j), drawn from
+        ``jitter_seed`` (real services do not answer in a constant time).
 
         ``latency`` delays every answer (a number, or seconds per host).
         ``limits`` enforces a :class:`HostLimit` per host; each 429 it sends is
@@ -685,6 +697,9 @@ class World:
         else:
             self._latency = {None: float(latency)}
         self._limits = dict(limits or {})
+        self._rules = rules
+        self._jitter = max(0.0, min(1.0, float(jitter)))
+        self._jitter_rng = random.Random(f"litfetch-bench-jitter-{jitter_seed}")
         r = self._route_on(fake)
         # NCBI ID Converter
         r(HOST_NCBI, r"/tools/idconv/api/v1/articles/?", self._idconv)
@@ -748,11 +763,28 @@ class World:
         refused: FakeResponse | None = None
         gate: HostGate | None = None
         announced: dict[str, str] = {}
+        held: list[HostGate] = []
         with self._lock:
             self.served[host] += 1
             told, until = self._not_before.get(host, (0.0, float("-inf")))
             if told <= now < until:
                 self.early[host] += 1
+            decision = (
+                self._rules.decide(host, req, now)
+                if self._rules is not None and req is not None
+                else None
+            )
+            if decision is not None:
+                # the published rules replace the host's fixed / drawn limit
+                limit = None
+                announced = dict(decision.headers)
+                held = decision.release
+                if decision.refusal is not None:
+                    # a 403 (premium page size) or 400 (per_page) is a refusal, not a throttle
+                    if decision.refusal.status == 429:
+                        self.throttled[host] += 1
+                        self.throttle_log.append((host, now))
+                    refused = decision.refusal
             if limit is not None:
                 gate = self._gates.setdefault(host, HostGate(limit))
                 verdict = gate.admit(now)
@@ -780,6 +812,9 @@ class World:
                     self.faulted[host] += 1
                     self.fault_kinds[fault.value] += 1
         delay = self._latency.get(host, self._latency.get(None, 0.0))
+        if delay and self._jitter:
+            with self._lock:
+                delay *= self._jitter_rng.uniform(1.0 - self._jitter, 1.0 + self._jitter)
         try:
             if fault is not None and self._faults is not None:
                 whole = answer() if fault is FaultKind.TRUNCATED else FakeResponse()
@@ -795,9 +830,10 @@ class World:
                 time.sleep(delay)
             return response
         finally:
-            if gate is not None:
+            if gate is not None or held:
                 with self._lock:
-                    gate.release()
+                    for one in [gate, *held] if gate is not None else held:
+                        one.release()
 
     def _mark(self, req: FakeRequest) -> FakeResponse:
         with self._lock:
