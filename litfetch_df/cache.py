@@ -475,12 +475,13 @@ def _refuse_foreign(conn: sqlite3.Connection) -> None:
     another program: adding a table to it or switching its journal mode would
     change that program's data. Only reads happen before this check.
     """
-    if _has_table(conn):
-        return
-    (tables,) = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')"
+    # One statement, one snapshot: another process may create this cache's table between
+    # two separate queries, and its table must not then count as a stranger's.
+    tables, ours = conn.execute(
+        "SELECT count(*), coalesce(sum(name = 'litfetch_responses'), 0)"
+        " FROM sqlite_master WHERE type IN ('table', 'view')"
     ).fetchone()
-    if tables:
+    if tables and not ours:
         raise sqlite3.DatabaseError(
             f"it is another program's SQLite database ({tables} tables or views, none a "
             "litfetch_df cache); left untouched: give the cache a file or directory of its own"
