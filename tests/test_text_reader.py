@@ -235,3 +235,47 @@ def test_text_package_imports_no_pandas() -> None:
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert not {n for n in names if n.split(".")[0] in ("pandas", "httpx")}, path
+
+
+def test_footnote_marker_is_not_glued_to_its_word() -> None:
+    doc = _doc(
+        "<sec><title>T</title><p>in different scenarios<xref ref-type='table-fn' rid='fn1'>"
+        "<sup>a</sup></xref>. CO<sub>2</sub></p></sec>"
+    )
+    assert doc.paragraphs[0].text == "in different scenarios a . CO2"
+
+
+def test_every_float_captioned_wherever_it_sits() -> None:
+    body = (
+        "<sec><title>S</title>"
+        "<p>Text <fig id='f1'><label>Figure 1</label><caption><title>In a paragraph.</title>"
+        "<p>Source data <supplementary-material><label>Data 1</label><caption><title>Nested"
+        "</title></caption></supplementary-material></p></caption></fig> goes on.</p>"
+        "<fig-group><caption><title>Group</title></caption><fig><label>Figure 2</label>"
+        "<caption><p>Member</p></caption></fig></fig-group>"
+        "<table-wrap-group><caption><p>Tables</p></caption><table-wrap><label>Table 1</label>"
+        "<caption><p>One</p></caption><table><tr><td>x</td></tr></table></table-wrap>"
+        "</table-wrap-group>"
+        "<boxed-text><caption><title>Box title</title><p>Box caption</p></caption>"
+        "<p>Box prose</p></boxed-text></sec>"
+    )
+    raw = _JATS.format(body=body, abstract="", refs="").replace(
+        "</back>",
+        "</back><floats-group><fig><label>Figure 3</label><caption><p>Floating</p>"
+        "</caption></fig></floats-group>",
+    )
+    doc = read_text(raw.encode())
+    got = [(c.kind, c.label, c.caption) for c in doc.captions]
+    assert got == [
+        ("figure", "Figure 1", "In a paragraph. Source data"),
+        ("supplementary", "Data 1", "Nested"),
+        ("figure", "", "Group"),
+        ("figure", "Figure 2", "Member"),
+        ("table", "", "Tables"),
+        ("table", "Table 1", "One"),
+        ("box", "", "Box title Box caption"),
+        ("figure", "Figure 3", "Floating"),
+    ]
+    # The prose keeps its words, and no caption's words leak into it.
+    assert doc.paragraphs[0].text == "Text goes on."
+    assert "Box prose" in doc.body_text and "Box title" not in doc.body_text

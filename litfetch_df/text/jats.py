@@ -32,6 +32,28 @@ _PARA = frozenset(
 )
 
 
+# Elements that carry a caption of their own, and the kind their Caption gets.
+_FLOAT_KIND = {
+    "fig": "figure",
+    "fig-group": "figure",
+    "table-wrap": "table",
+    "table-wrap-group": "table",
+    "supplementary-material": "supplementary",
+    "media": "supplementary",
+    "boxed-text": "box",
+    "chem-struct-wrap": "chemistry",
+    "disp-formula-group": "formula",
+    "graphic": "figure",
+    "code": "code",
+    "preformat": "code",
+}
+# Floats are kept out of the prose (and out of a caption they sit in): they get captions.
+_FLOATS = frozenset(
+    {"fig", "fig-group", "table-wrap", "table-wrap-group", "supplementary-material", "media"}
+)
+
+_NOT_CAPTION = frozenset({"label", "caption", "object-id", "graphic", "alt-text", ""})
+
 # A footnote's label ("a", "*") is its own token, never glued to the first word.
 _LABEL = frozenset({"label"})
 
@@ -72,24 +94,27 @@ class _Reader:
         self.offset += len(text)
 
     def caption(self, el: etree._Element) -> None:
+        """One :class:`Caption` for a float: its own label and caption, a table's cells."""
         name = local_name(el)
-        kind = "table" if name == "table-wrap" else "figure"
-        label = _first(el, "label")
-        cap = _first(el, "caption")
+        label = _children(el, "label")
+        cap = _children(el, "caption")
         cells: list[tuple[str, ...]] = []
-        for tr in el.iter():
-            if local_name(tr) == "tr":
-                cells.append(
-                    tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
-                )
+        if name == "table-wrap":
+            for tr in el.iter():
+                if local_name(tr) == "tr":
+                    cells.append(
+                        tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
+                    )
         self.captions.append(
             Caption(
-                kind,
-                clean(all_text(label)) if label is not None else "",
-                self.r.text(cap, skip=frozenset()) if cap is not None else "",
+                _FLOAT_KIND.get(name, name),
+                clean(all_text(label[0])) if label else "",
+                self._caption_text(el, cap[0] if cap else None),
                 tuple(cells),
             )
         )
+        if name != "table-wrap":
+            return
         for fn in el.iter():
             # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs.
             if (
@@ -97,6 +122,36 @@ class _Reader:
                 and not any(local_name(c) == "fn" for c in fn.iter())
             ) or local_name(fn) == "fn":
                 self.footnotes.append(self.r.text(fn, skip=_LABEL))
+
+    def _caption_text(self, el: etree._Element, cap: etree._Element | None) -> str:
+        # A float nested in the caption (eLife's source data) is a caption of its own.
+        parts = [self.r.text(cap, skip=_FLOATS)] if cap is not None else []
+        if local_name(el) in _FLOATS and local_name(el) not in ("table-wrap", "table-wrap-group"):
+            # Text a figure or a supplementary file holds beside its caption (<p>, <attrib>)
+            # is kept with the caption; nested floats and own-field parts are not prose.
+            parts.extend(
+                self.r.text(c, skip=_FLOATS | OWN_FIELD)
+                for c in el
+                if local_name(c) not in _NOT_CAPTION and local_name(c) not in _FLOATS
+            )
+        return clean(" ".join(p for p in parts if p))
+
+    def floats(self, el: etree._Element) -> None:
+        """Caption every float under ``el`` in document order, wherever it sits.
+
+        Floats turn up inside paragraphs, inside other floats' captions (eLife's source
+        data), in groups with a caption of their own and in ``<floats-group>``; walking
+        the whole tree once is what makes sure none is skipped. Sub-articles are lost
+        as a whole (counted once, elsewhere) and the reference list holds no floats.
+        """
+        for child in el:
+            name = local_name(child)
+            if not name or name in LOST or name == "ref-list":
+                continue
+            # A figure or table counts even without a caption; anything else with one.
+            if name in ("fig", "table-wrap") or any(local_name(c) == "caption" for c in child):
+                self.caption(child)
+            self.floats(child)
 
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
         """Walk a section-like container; return its subsections."""
@@ -107,15 +162,8 @@ class _Reader:
                 subs.append(self.section(child, path))
             elif name in _PARA:
                 self.add_paragraph(child, path, kind)
-            elif name in ("fig", "table-wrap", "fig-group", "table-wrap-group"):
-                for one in (
-                    [child]
-                    if name in ("fig", "table-wrap")
-                    else _children(child, "fig", "table-wrap")
-                ):
-                    self.caption(one)
-            elif name == "supplementary-material":
-                self.caption(child)
+            elif name in _FLOATS:
+                continue  # captioned by floats(), wherever they sit
             elif name in ("fn-group", "fn"):
                 for fn in [child] if name == "fn" else _children(child, "fn"):
                     self.footnotes.append(self.r.text(fn, skip=frozenset({"label"})))
@@ -262,6 +310,14 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
             sections.extend(reader.blocks(part, (), "other"))
         elif name in ("sub-article", "response"):
             reader.r.lose(part)
+    # Captions in document order: abstracts' floats (graphical abstracts) first, then the rest.
+    if meta is not None:
+        for ab in meta.iter():
+            if local_name(ab) in ("abstract", "trans-abstract"):
+                reader.floats(ab)
+    for part in root:
+        if local_name(part) not in ("front", "book-meta", "book-part-meta", "front-matter"):
+            reader.floats(part)
     refs = [_reference(r) for r in root.iter() if local_name(r) == "ref"]
     formulas = tuple(Formula(t, n, d) for t, n, d in reader.r.formulas)
     return Document(

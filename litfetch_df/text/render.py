@@ -33,6 +33,11 @@ OWN_FIELD = frozenset(
         "object-id",
         "alt-text",
         "graphic",
+        # Floats get captions of their own (jats.py), wherever they sit.
+        "supplementary-material",
+        "media",
+        "fig-group",
+        "table-wrap-group",
     }
 )
 # Elements that start a new block (a space is put either side of their text).
@@ -65,6 +70,8 @@ BLOCK = frozenset(
         "disp-formula",
     }
 )
+# ref-types of an <xref> that is a footnote marker rather than part of a word.
+_MARKERS = frozenset({"fn", "table-fn", "author-notes"})
 # Elements dropped on purpose with their text counted as lost.
 LOST = frozenset({"sub-article", "response", "processing-meta", "private-char", "inline-graphic"})
 
@@ -173,7 +180,9 @@ class Renderer:
                 self._math(el, parts, display=name != "inline-formula")
                 self._tail(el, parts)
                 return
-        block = name in BLOCK
+        # A footnote marker (``scenarios<xref ref-type="table-fn">a</xref>``) is not part
+        # of the word it follows: set apart, so "scenarios" stays a word.
+        block = name in BLOCK or (name == "xref" and el.get("ref-type") in _MARKERS)
         if block:
             parts.append(" ")
         cite = name in ("xref", "cross-ref") and el.get("ref-type", "bibr") == "bibr"
