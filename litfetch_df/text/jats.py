@@ -6,7 +6,17 @@ from lxml import etree
 
 from .._xml import local_name
 from .losses import as_losses
-from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
+from .model import (
+    Abstract,
+    Caption,
+    Citation,
+    Document,
+    Formula,
+    Paragraph,
+    Reference,
+    Section,
+    Statement,
+)
 from .render import BLOCK, LOST, OWN_FIELD, Renderer, all_text, clean, strings
 from .sections import section_type
 
@@ -265,6 +275,51 @@ def _reference(ref: etree._Element) -> Reference:
     )
 
 
+# fn-type values of footnotes and author notes that are statements, and their type.
+_FN_STATEMENTS = {
+    "conflict": "competing interests",
+    "coi-statement": "competing interests",
+    "financial-disclosure": "funding",
+    "funding": "funding",
+    "supported-by": "funding",
+    "data-availability": "data availability",
+    "con": "author contributions",
+}
+_META_STATEMENTS = {"data availability": "data availability", "funding": "funding"}
+
+
+def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
+    """Statements outside the sections: funding statements, typed footnotes, custom meta."""
+    out: list[Statement] = []
+    todo = [root]
+    while todo:
+        el = todo.pop()
+        name = local_name(el)
+        if name in LOST or name == "ref-list":
+            continue  # a sub-article's notes are not the article's
+        kind = ""
+        if name == "funding-statement":
+            kind = "funding"
+        elif name == "fn":
+            kind = _FN_STATEMENTS.get((el.get("fn-type") or "").lower(), "")
+        elif name == "custom-meta":
+            meta_name = (
+                clean(all_text(_children(el, "meta-name")[0])) if _children(el, "meta-name") else ""
+            )
+            kind = _META_STATEMENTS.get(meta_name.lower(), "")
+            value = _children(el, "meta-value")
+            if kind and value:
+                out.append(Statement(kind, r.text(value[0], skip=_LABEL)))
+            continue
+        if kind:
+            text = r.text(el, skip=_LABEL)
+            if text:
+                out.append(Statement(kind, text))
+            continue
+        todo.extend(reversed([c for c in el if local_name(c)]))
+    return tuple(out)
+
+
 def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
     """Read a parsed JATS, NLM 2.x/3 or BITS tree into a :class:`Document`."""
     reader = _Reader(math)
@@ -333,6 +388,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
         footnotes=tuple(reader.footnotes),
         references=tuple(refs),
         citations=tuple(reader.citations),
+        statements=_statements(root, Renderer(math=math)),
         text_loss=as_losses(reader.r),
     )
 
