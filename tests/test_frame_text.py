@@ -141,3 +141,13 @@ def test_citations_point_at_their_reference_and_their_words() -> None:
     first = cites.iloc[0]
     assert first["cited_text"] == "Chuong et al., 2016"
     assert refs.iloc[int(first["reference_index"])]["ref_id"] == first["ref_id"] == "bib6"
+
+
+def test_text_columns_survive_the_parquet_round_trip(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    out = frame().lit.text()
+    out.lit.to_parquet(tmp_path / "t.parquet")
+    back = lf.read_parquet(tmp_path / "t.parquet")
+    pd.testing.assert_frame_equal(back, out)
+    # A text frame read back is a frame with bodies: its long forms need no fetch.
+    pd.testing.assert_frame_equal(back.lit.text_long("sections"), out.lit.text_long("sections"))

@@ -207,13 +207,17 @@ def text_columns(
     files = _TextFiles(open_out(out_dir)) if out_dir is not None else None
     bodies = _cells(frame, "body")
     paths = _cells(frame, "body_path")
+    sources = _cells(frame, "body_source")
     ids = ids_columns(frame)
     done: dict[Hashable, dict[str, object]] = {}
     values: dict[str, list[object]] = {c: [] for c in dtypes}
     for i, (body, path) in enumerate(zip(bodies, paths, strict=True)):
         found = body_token(body, path)
         row: dict[str, object] = {}
-        if found is not None:
+        if found is None and isinstance(sources[i], str):
+            # Fetched, but the bytes were not kept (a table saved without its bodies).
+            row = {"text_error": f"no body bytes in the frame (served by {sources[i]})"}
+        elif found is not None:
             token, held = found
             if token not in done:
                 cells = document_row(read_body(held, math))
