@@ -279,3 +279,14 @@ def test_every_float_captioned_wherever_it_sits() -> None:
     # The prose keeps its words, and no caption's words leak into it.
     assert doc.paragraphs[0].text == "Text goes on."
     assert "Box prose" in doc.body_text and "Box title" not in doc.body_text
+
+
+def test_an_untyped_subsection_takes_its_parents_type() -> None:
+    doc = _doc(
+        "<sec sec-type='methods'><title>Methods</title><sec><title>Mice</title><p>m</p></sec>"
+        "<sec><title>Statistical analysis</title><p>s</p></sec></sec>"
+        "<sec><title>Outlook</title><p>o</p></sec>"
+    )
+    assert [c.section_type for c in doc.sections[0].children] == ["methods", "methods"]
+    assert doc.sections[1].section_type == "other"
+    assert [p.section_type for p in doc.paragraphs] == ["methods", "methods", "other"]

@@ -84,12 +84,16 @@ class _Reader:
             )
         )
 
-    def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
+    def section(
+        self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
+    ) -> Section:
         title = _text(next((c for c in el if local_name(c) == "section-title"), None))
         label = _text(next((c for c in el if local_name(c) == "label"), None))
         if local_name(el) == "acknowledgment" and not title:
             title = "Acknowledgements"
         kind = section_type("acknowledgements" if local_name(el) == "acknowledgment" else "", title)
+        if kind == "other":
+            kind = parent_kind  # an untyped subsection of the methods is methods
         path = (*parent, title)
         subs = self.blocks(el, path, kind)
         return Section(title, label, kind, len(path), path, subs)
@@ -102,7 +106,7 @@ class _Reader:
                 if name == "appendices":
                     subs.extend(self.blocks(child, path, kind))
                 else:
-                    subs.append(self.section(child, path))
+                    subs.append(self.section(child, path, kind))
             elif name in ("sections",):
                 subs.extend(self.blocks(child, path, kind))
             elif name in ("para", "simple-para", "list", "display", "formula", "displayed-quote"):

@@ -169,7 +169,7 @@ class _Reader:
         for child in el:
             name = local_name(child)
             if name in ("sec", "book-part", "chapter", "ack", "app", "notes", "glossary", "bio"):
-                subs.append(self.section(child, path))
+                subs.append(self.section(child, path, kind))
             elif name in _PARA:
                 self.add_paragraph(child, path, kind)
             elif name in _FLOATS:
@@ -205,7 +205,9 @@ class _Reader:
                 self.add_paragraph(child, path, kind)
         return tuple(subs)
 
-    def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
+    def section(
+        self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
+    ) -> Section:
         name = local_name(el)
         title_el = _children(el, "title")
         if not title_el:
@@ -225,6 +227,8 @@ class _Reader:
             or ("supplementary" if name == "app" and not title else ""),
             title,
         )
+        if kind == "other":
+            kind = parent_kind  # an untyped subsection of the methods is methods
         path = (*parent, title)
         children = self.blocks(el, path, kind)
         return Section(title, label, kind, len(path), path, children)
