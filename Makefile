@@ -82,6 +82,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.bomb
+	$(BIN)/python -m benchmarks.text
 
 # five drawn worlds of limits, run() and the chained calls in each (benchmarks/README.md)
 bench-worlds: $(STAMP)
