@@ -290,3 +290,13 @@ def test_an_untyped_subsection_takes_its_parents_type() -> None:
     assert [c.section_type for c in doc.sections[0].children] == ["methods", "methods"]
     assert doc.sections[1].section_type == "other"
     assert [p.section_type for p in doc.paragraphs] == ["methods", "methods", "other"]
+
+
+def test_a_sub_articles_floats_are_not_the_articles() -> None:
+    raw = _JATS.format(body="<p>x</p>", abstract="", refs="").replace(
+        "</article>",
+        "<sub-article><body><fig><caption><p>Reply figure</p></caption></fig></body>"
+        "</sub-article></article>",
+    )
+    doc = read_text(raw.encode())
+    assert doc.captions == () and [x.element for x in doc.text_loss] == ["sub-article"]

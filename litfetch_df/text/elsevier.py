@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from lxml import etree
 
-from .._xml import local_name
 from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
-from .render import Renderer, all_text, clean, strings
+from .render import Renderer, all_text, clean, each, first, local_name, strings
 from .sections import section_type
 
 __all__ = ["read_elsevier"]
@@ -30,11 +29,7 @@ _OWN = frozenset(
 )
 
 
-def _first(el: etree._Element, *names: str) -> etree._Element | None:
-    for c in el.iter():
-        if local_name(c) in names:
-            return c
-    return None
+_first = first
 
 
 def _text(el: etree._Element | None) -> str:
@@ -198,11 +193,11 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
     if tail is not None:
         sections.extend(reader.blocks(tail, (), "other"))
     # Floats sit apart from the body, in <ce:floats>; supplementary files are e-components.
-    for floats in (f for f in article.iter() if local_name(f) == "floats"):
+    for floats in each(article, "floats"):
         for child in floats:
             if local_name(child) in ("figure", "table", "e-component"):
                 reader.caption(child)
-    refs = [_reference(b) for b in article.iter() if local_name(b) == "bib-reference"]
+    refs = [_reference(b) for b in each(article, "bib-reference")]
     return Document(
         text_format="elsevier",
         article_type=article.get("docsubtype", ""),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from lxml import etree
 
-from .._xml import local_name
 from .losses import as_losses
 from .model import (
     Abstract,
@@ -17,7 +16,18 @@ from .model import (
     Section,
     Statement,
 )
-from .render import BLOCK, LOST, OWN_FIELD, Renderer, all_text, clean, strings
+from .render import (
+    BLOCK,
+    LOST,
+    OWN_FIELD,
+    Renderer,
+    all_text,
+    clean,
+    each,
+    first,
+    local_name,
+    strings,
+)
 from .sections import section_type
 
 __all__ = ["read_jats"]
@@ -69,16 +79,23 @@ _LABEL = frozenset({"label"})
 
 
 def _children(el: etree._Element, *names: str) -> list[etree._Element]:
-    return [c for c in el if local_name(c) in names]
+    return list(el.iterchildren(*(f"{{*}}{n}" for n in names)))
 
 
-def _first(el: etree._Element | None, *names: str) -> etree._Element | None:
-    if el is None:
-        return None
-    for c in el.iter():
-        if local_name(c) in names:
-            return c
-    return None
+_first = first
+
+
+_FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
+
+
+def _pruned(el: etree._Element, top: etree._Element) -> bool:
+    """Whether ``el`` sits (below ``top``) in a sub-article or the reference list."""
+    for up in el.iterancestors():
+        if up is top:
+            return False
+        if local_name(up) in LOST or local_name(up) == "ref-list":
+            return True
+    return False
 
 
 class _Reader:
@@ -110,11 +127,10 @@ class _Reader:
         cap = _children(el, "caption")
         cells: list[tuple[str, ...]] = []
         if name == "table-wrap":
-            for tr in el.iter():
-                if local_name(tr) == "tr":
-                    cells.append(
-                        tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
-                    )
+            for tr in each(el, "tr"):
+                cells.append(
+                    tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
+                )
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
@@ -154,14 +170,21 @@ class _Reader:
         the whole tree once is what makes sure none is skipped. Sub-articles are lost
         as a whole (counted once, elsewhere) and the reference list holds no floats.
         """
-        for child in el:
-            name = local_name(child)
-            if not name or name in LOST or name == "ref-list":
-                continue
-            # A figure or table counts even without a caption; anything else with one.
-            if name in ("fig", "table-wrap") or any(local_name(c) == "caption" for c in child):
-                self.caption(child)
-            self.floats(child)
+        # lxml finds the candidates in C; each float is its figure or table, or the
+        # parent of a caption (the first caption only, should a float have two).
+        for found in each(el, "fig", "table-wrap", "caption"):
+            if local_name(found) == "caption":
+                owner = found.getparent()
+                if (
+                    owner is None
+                    or local_name(owner) in ("fig", "table-wrap")
+                    or _children(owner, "caption")[0] is not found
+                ):
+                    continue
+            else:
+                owner = found
+            if owner is not el and not _pruned(owner, el):
+                self.caption(owner)
 
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
         """Walk a section-like container; return its subsections."""
@@ -242,11 +265,11 @@ def _person(el: etree._Element) -> str:
 
 
 def _reference(ref: etree._Element) -> Reference:
-    cits = [c for c in ref.iter() if local_name(c) in _CITATIONS]
+    cits = list(each(ref, *_CITATIONS))
     # citation-alternatives: prefer the structured rendering for fields, keep the first raw.
     cit = next((c for c in cits if local_name(c) == "element-citation"), cits[0] if cits else ref)
     ids: dict[str, str] = {}
-    for c in cit.iter():
+    for c in each(cit, "pub-id", "ext-link"):
         if local_name(c) == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
         elif local_name(c) == "ext-link" and "doi.org/" in (
@@ -261,9 +284,7 @@ def _reference(ref: etree._Element) -> Reference:
         return clean(all_text(found)) if found is not None else ""
 
     label = _children(ref, "label")
-    authors = tuple(
-        _person(p) for p in cit.iter() if local_name(p) in ("name", "string-name", "collab")
-    )
+    authors = tuple(_person(p) for p in each(cit, "name", "string-name", "collab"))
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
@@ -295,32 +316,24 @@ _META_STATEMENTS = {"data availability": "data availability", "funding": "fundin
 def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
     """Statements outside the sections: funding statements, typed footnotes, custom meta."""
     out: list[Statement] = []
-    todo = [root]
-    while todo:
-        el = todo.pop()
-        name = local_name(el)
-        if name in LOST or name == "ref-list":
+    for el in each(root, "funding-statement", "fn", "custom-meta"):
+        if _pruned(el, root):
             continue  # a sub-article's notes are not the article's
-        kind = ""
-        if name == "funding-statement":
-            kind = "funding"
-        elif name == "fn":
-            kind = _FN_STATEMENTS.get((el.get("fn-type") or "").lower(), "")
-        elif name == "custom-meta":
-            meta_name = (
-                clean(all_text(_children(el, "meta-name")[0])) if _children(el, "meta-name") else ""
-            )
-            kind = _META_STATEMENTS.get(meta_name.lower(), "")
+        name = local_name(el)
+        if name == "custom-meta":
+            meta = _children(el, "meta-name")
+            kind = _META_STATEMENTS.get(clean(all_text(meta[0])).lower() if meta else "", "")
             value = _children(el, "meta-value")
             if kind and value:
                 out.append(Statement(kind, r.text(value[0], skip=_LABEL)))
             continue
-        if kind:
-            text = r.text(el, skip=_LABEL)
-            if text:
-                out.append(Statement(kind, text))
-            continue
-        todo.extend(reversed([c for c in el if local_name(c)]))
+        if name == "funding-statement":
+            kind = "funding"
+        else:
+            kind = _FN_STATEMENTS.get((el.get("fn-type") or "").lower(), "")
+        text = r.text(el, skip=_LABEL) if kind else ""
+        if text:
+            out.append(Statement(kind, text))
     return tuple(out)
 
 
@@ -375,9 +388,11 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
             if local_name(ab) in ("abstract", "trans-abstract"):
                 reader.floats(ab)
     for part in root:
-        if local_name(part) not in ("front", "book-meta", "book-part-meta", "front-matter"):
+        name = local_name(part)
+        # A sub-article is lost whole (counted above): its floats are not the article's.
+        if name and name not in LOST and name not in _FRONT:
             reader.floats(part)
-    refs = [_reference(r) for r in root.iter() if local_name(r) == "ref"]
+    refs = [_reference(r) for r in each(root, "ref")]
     formulas = tuple(Formula(t, n, d) for t, n, d in reader.r.formulas)
     return Document(
         text_format="bits" if is_book else "jats",
