@@ -258,10 +258,14 @@ class _Reader:
 
 
 def _person(el: etree._Element) -> str:
-    sur = _first(el, "surname")
-    given = _first(el, "given-names")
-    parts = [clean(all_text(x)) for x in (sur, given) if x is not None]
-    return " ".join(p for p in parts if p) or clean(all_text(el))
+    # Surname and given names are nearly always children: look there before searching.
+    found = {local_name(c): c for c in el if local_name(c) in ("surname", "given-names")}
+    sur = found.get("surname")
+    given = found.get("given-names")
+    if sur is None and given is None:
+        sur, given = _first(el, "surname"), _first(el, "given-names")
+    parts = [all_text(x) for x in (sur, given) if x is not None]
+    return clean(" ".join(parts)) or clean(all_text(el))
 
 
 def _reference(ref: etree._Element) -> Reference:

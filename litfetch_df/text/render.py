@@ -102,13 +102,17 @@ def strings(el: etree._Element) -> list[str]:
 
 def all_text(el: etree._Element) -> str:
     """Every text node under ``el``, joined as is."""
+    if not len(el) and isinstance(el.tag, str):
+        return el.text or ""  # a leaf (most cells, names, years): no iterator needed
     return "".join(cast("Iterator[str]", el.itertext()))
 
 
 def clean(text: str) -> str:
     """NFC and collapsed whitespace, no ASCII folding."""
     # str.split() splits on exactly the characters \s matches, and is several times faster.
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    if not text.isascii():  # ASCII is NFC already; the check is far cheaper than normalize
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split())
 
 
 _NAMES: dict[object, str] = {}
@@ -156,6 +160,8 @@ class Renderer:
         else:
             self._walk(el, parts, skip, top=True)
         raw = "".join(parts)
+        if "\x00" not in raw:  # no citation markers (XML text can hold neither control)
+            return self._clean_with_citations(raw)
         # Record citations against the cleaned string by the markers placed in the walk.
         out: list[str] = []
         pending: list[tuple[str, int]] = []
@@ -173,7 +179,8 @@ class Renderer:
 
     def _clean_with_citations(self, raw: str) -> str:
         # NFC first (composed characters shift offsets only where they compose, rarely).
-        raw = unicodedata.normalize("NFC", raw)
+        if not raw.isascii():
+            raw = unicodedata.normalize("NFC", raw)
         stripped = " ".join(raw.split())
         if not self.citations:
             return stripped
@@ -223,14 +230,14 @@ class Renderer:
         if block:
             parts.append(" ")
         cite = name in ("xref", "cross-ref") and el.get("ref-type", "bibr") == "bibr"
-        rid = el.get("rid") or el.get("refid") or ""
-        if cite and rid:
+        rid = (el.get("rid") or el.get("refid") or "") if cite else ""
+        if rid:
             parts.append(f"\x00{rid}\x00")
         if el.text:
             parts.append(el.text)
         for child in el:
             self._walk(child, parts, skip, top=False)
-        if cite and rid:
+        if rid:
             parts.append("\x01")
         if block:
             parts.append(" ")
