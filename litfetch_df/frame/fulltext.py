@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, Final
@@ -210,6 +211,8 @@ def text_columns(
     sources = _cells(frame, "body_source")
     ids = ids_columns(frame)
     done: dict[Hashable, dict[str, object]] = {}
+    # How many rows hold each body: a body of one row is not remembered once read.
+    shared = Counter(found[0] for found in map(body_token, bodies, paths) if found is not None)
     values: dict[str, list[object]] = {c: [] for c in dtypes}
     for i, (body, path) in enumerate(zip(bodies, paths, strict=True)):
         found = body_token(body, path)
@@ -226,8 +229,11 @@ def text_columns(
                     if isinstance(text, str):
                         bundle = ArticleIds(**{k: _text(v[i]) for k, v in ids.items()})
                         cells["text_path"] = files.write(token, held, bundle, text)
-                done[token] = cells
-            row = done[token]
+                if shared[token] > 1:  # kept only for the rows still to come that share it
+                    done[token] = cells
+                row = cells
+            else:
+                row = done[token]
         for column, out in values.items():
             out.append(row.get(column))
     return with_columns(frame, values, dtypes)
