@@ -83,6 +83,7 @@ def _children(el: etree._Element, *names: str) -> list[etree._Element]:
 
 
 _first = first
+_CELL_TAGS = ("{*}td", "{*}th")
 
 
 _FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
@@ -127,10 +128,9 @@ class _Reader:
         cap = _children(el, "caption")
         cells: list[tuple[str, ...]] = []
         if name == "table-wrap":
+            # lxml picks the cells out in C (comments and PIs are not cells either way).
             for tr in each(el, "tr"):
-                cells.append(
-                    tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
-                )
+                cells.append(tuple(clean(all_text(td)) for td in tr.iterchildren(*_CELL_TAGS)))
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
@@ -141,12 +141,10 @@ class _Reader:
         )
         if name != "table-wrap":
             return
-        for fn in el.iter():
-            # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs.
-            if (
-                local_name(fn) == "table-wrap-foot"
-                and not any(local_name(c) == "fn" for c in fn.iter())
-            ) or local_name(fn) == "fn":
+        # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs
+        # (found by lxml's tag filter, not by naming every element of the table).
+        for fn in each(el, "table-wrap-foot", "fn"):
+            if local_name(fn) == "fn" or _first(fn, "fn") is None:
                 self.footnotes.append(self.r.text(fn, skip=_LABEL))
 
     def _caption_text(self, el: etree._Element, cap: etree._Element | None) -> str:
@@ -259,36 +257,70 @@ class _Reader:
 
 def _person(el: etree._Element) -> str:
     # Surname and given names are nearly always children: look there before searching.
-    found = {local_name(c): c for c in el if local_name(c) in ("surname", "given-names")}
-    sur = found.get("surname")
-    given = found.get("given-names")
+    # (The last of each wins, as a later duplicate always has.)
+    sur = given = None
+    for c in el.iterchildren("{*}surname", "{*}given-names"):
+        if local_name(c) == "surname":
+            sur = c
+        else:
+            given = c
     if sur is None and given is None:
         sur, given = _first(el, "surname"), _first(el, "given-names")
     parts = [all_text(x) for x in (sur, given) if x is not None]
     return clean(" ".join(parts)) or clean(all_text(el))
 
 
+_XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+# Every element a reference's fields come from, found in one lxml-filtered pass over
+# the citation (document order, as the separate searches saw them): the per-field
+# searches were the largest single cost of reading a JATS body.
+_REF_TAGS = tuple(
+    f"{{*}}{n}"
+    for n in (
+        "pub-id",
+        "ext-link",
+        "name",
+        "string-name",
+        "collab",
+        "article-title",
+        "chapter-title",
+        "part-title",
+        "source",
+        "year",
+    )
+)
+_REF_FIELD = {
+    "article-title": "title",
+    "chapter-title": "title",
+    "part-title": "title",
+    "source": "source",
+    "year": "year",
+}
+_CITATION_TAGS = tuple(f"{{*}}{n}" for n in _CITATIONS)
+
+
 def _reference(ref: etree._Element) -> Reference:
-    cits = list(each(ref, *_CITATIONS))
+    cits = list(ref.iter(*_CITATION_TAGS))
     # citation-alternatives: prefer the structured rendering for fields, keep the first raw.
     cit = next((c for c in cits if local_name(c) == "element-citation"), cits[0] if cits else ref)
     ids: dict[str, str] = {}
-    for c in each(cit, "pub-id", "ext-link"):
-        if local_name(c) == "pub-id":
+    fields: dict[str, str] = {}
+    authors: list[str] = []
+    for c in cit.iter(*_REF_TAGS):
+        name = local_name(c)
+        if name == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
-        elif local_name(c) == "ext-link" and "doi.org/" in (
-            c.get("{http://www.w3.org/1999/xlink}href") or ""
-        ):
-            ids.setdefault(
-                "doi", (c.get("{http://www.w3.org/1999/xlink}href") or "").split("doi.org/", 1)[1]
-            )
-
-    def field(*names: str) -> str:
-        found = _first(cit, *names)
-        return clean(all_text(found)) if found is not None else ""
-
+        elif name == "ext-link":
+            href = c.get(_XLINK_HREF) or ""
+            if "doi.org/" in href:
+                ids.setdefault("doi", href.split("doi.org/", 1)[1])
+        elif name in _REF_FIELD:
+            key = _REF_FIELD[name]
+            if key not in fields:  # the first in document order, as before
+                fields[key] = clean(all_text(c))
+        else:
+            authors.append(_person(c))
     label = _children(ref, "label")
-    authors = tuple(_person(p) for p in each(cit, "name", "string-name", "collab"))
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
@@ -296,11 +328,11 @@ def _reference(ref: etree._Element) -> Reference:
         doi=ids.get("doi", ""),
         pmid=ids.get("pmid", ""),
         pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
-        title=field("article-title", "chapter-title", "part-title"),
-        source=field("source"),
-        year=field("year"),
-        authors=authors,
-        raw=clean(" ".join(t for t in strings(raw_src))),
+        title=fields.get("title", ""),
+        source=fields.get("source", ""),
+        year=fields.get("year", ""),
+        authors=tuple(authors),
+        raw=clean(" ".join(strings(raw_src))),
     )
 
 
