@@ -91,6 +91,41 @@ def test_text_reads_bodies_on_disk_and_reports_a_missing_file(tmp_path: Path) ->
     assert out.loc[1, "text_error"].startswith("unreadable: FileNotFoundError")
 
 
+def test_columns_built_in_chunks_match_one_chunk_and_share_bodies_across_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chunks of two rows: the eLife Blob (rows 10 and 14) and a file two rows hold
+    # (rows 15 and 17) are read once each although their rows sit in other chunks.
+    (tmp_path / "a.xml").write_bytes(ELSEVIER)
+    df = pd.concat(
+        [
+            frame(),
+            pd.DataFrame(
+                {"pmcid": pd.array(["PMC5", "PMC6", "PMC7"], "string"), "note": ["f", "g", "h"]},
+                index=pd.Index([15, 16, 17], name="row"),
+            ),
+        ]
+    )
+    df["body_path"] = pd.array(
+        [None] * 5 + [str(tmp_path / "a.xml"), None, str(tmp_path / "a.xml")], "string"
+    )
+    whole = df.lit.text()
+    reads: list[object] = []
+    real = lf.frame.fulltext.read_body
+
+    def counted(held: Blob | str, math: str) -> lf.Document:
+        reads.append(held)
+        return real(held, math)
+
+    monkeypatch.setattr(lf.frame.fulltext, "_CHUNK", 2)
+    monkeypatch.setattr(lf.frame.fulltext, "read_body", counted)
+    chunked = df.lit.text()
+    pd.testing.assert_frame_equal(chunked, whole)
+    assert len(reads) == 4  # eLife, Elsevier Blob, the PDF, the shared file
+    assert chunked.loc[15, "title"] == chunked.loc[17, "title"] == whole.loc[11, "title"]
+    assert {c: str(chunked[c].dtype) for c in TEXT_COLUMNS} == dict(TEXT_COLUMNS)
+
+
 def test_bad_math_fails_before_any_body_is_read() -> None:
     with pytest.raises(ValueError, match="math"):
         frame().lit.text(math="mathml")

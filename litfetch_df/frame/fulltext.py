@@ -29,7 +29,8 @@ from .long import ids_columns
 from .offload import offload
 from .outdir import id_stem
 from .outputs import Out, open_out
-from .table import is_na, with_columns
+from .table import column as column_of
+from .table import is_na
 from .urlout import read_location
 
 __all__ = [
@@ -206,37 +207,109 @@ def text_columns(
         raise ValueError(f"math must be one of {MATH_MODES}, not {math!r}")
     dtypes = TEXT_PATH_COLUMNS if out_dir is not None else TEXT_COLUMNS
     files = _TextFiles(open_out(out_dir)) if out_dir is not None else None
-    bodies = _cells(frame, "body")
-    paths = _cells(frame, "body_path")
-    sources = _cells(frame, "body_source")
-    ids = ids_columns(frame)
     done: dict[Hashable, dict[str, object]] = {}
     # How many rows hold each body: a body of one row is not remembered once read.
-    shared = Counter(found[0] for found in map(body_token, bodies, paths) if found is not None)
-    values: dict[str, list[object]] = {c: [] for c in dtypes}
-    for i, (body, path) in enumerate(zip(bodies, paths, strict=True)):
-        found = body_token(body, path)
-        row: dict[str, object] = {}
-        if found is None and isinstance(sources[i], str):
-            # Fetched, but the bytes were not kept (a table saved without its bodies).
-            row = {"text_error": f"no body bytes in the frame (served by {sources[i]})"}
-        elif found is not None:
-            token, held = found
-            if token not in done:
-                cells = document_row(read_body(held, math))
-                if files is not None:
-                    text = cells.pop("body_text", None)
-                    if isinstance(text, str):
-                        bundle = ArticleIds(**{k: _text(v[i]) for k, v in ids.items()})
-                        cells["text_path"] = files.write(token, held, bundle, text)
-                if shared[token] > 1:  # kept only for the rows still to come that share it
-                    done[token] = cells
-                row = cells
-            else:
-                row = done[token]
-        for column, out in values.items():
+    shared = _shared_tokens(frame)
+    columns = _Columns(dtypes)
+    # The frame is read and the columns built a chunk of rows at a time: the Python
+    # copies of its cells (paths, ids) and of the new text cells then never exceed one
+    # chunk, so the call's peak beyond the columns it returns does not grow with rows.
+    for begin in range(0, len(frame), _CHUNK):
+        part = frame.iloc[begin : begin + _CHUNK]
+        bodies = _cells(part, "body")
+        paths = _cells(part, "body_path")
+        sources = _cells(part, "body_source")
+        ids = ids_columns(part)
+        for i, (body, path) in enumerate(zip(bodies, paths, strict=True)):
+            found = body_token(body, path)
+            row: dict[str, object] = {}
+            if found is None and isinstance(sources[i], str):
+                # Fetched, but the bytes were not kept (a table saved without its bodies).
+                row = {"text_error": f"no body bytes in the frame (served by {sources[i]})"}
+            elif found is not None:
+                token, held = found
+                if token not in done:
+                    cells = document_row(read_body(held, math))
+                    if files is not None:
+                        text = cells.pop("body_text", None)
+                        if isinstance(text, str):
+                            bundle = ArticleIds(**{k: _text(v[i]) for k, v in ids.items()})
+                            cells["text_path"] = files.write(token, held, bundle, text)
+                    if token in shared:  # kept only for the rows still to come that share it
+                        done[token] = cells
+                    row = cells
+                else:
+                    row = done[token]
+            columns.add(row)
+        columns.flush()
+    return frame.assign(
+        **{
+            name: pd.Series(array, index=frame.index, copy=False)
+            for name, array in columns.finish().items()
+        }
+    )
+
+
+# Rows read and turned into typed arrays at a time (see text_columns).
+_CHUNK: Final = 256
+
+
+class _Columns:
+    """The new columns, built a chunk at a time into arrays of their dtypes."""
+
+    def __init__(self, dtypes: Mapping[str, str]) -> None:
+        self.dtypes = dtypes
+        self.pending: dict[str, list[object]] = {c: [] for c in dtypes}
+        self.chunks: dict[str, list[pd.api.extensions.ExtensionArray]] = {c: [] for c in dtypes}
+
+    def add(self, row: Mapping[str, object]) -> None:
+        for column, out in self.pending.items():
             out.append(row.get(column))
-    return with_columns(frame, values, dtypes)
+
+    def flush(self) -> None:
+        """Turn the pending cells into arrays (for strings, Arrow buffers, not Python str)."""
+        for column, cells in self.pending.items():
+            if cells:
+                series = column_of(cells, self.dtypes[column], pd.RangeIndex(len(cells)))
+                self.chunks[column].append(series.array)
+            self.pending[column] = []
+
+    def finish(self) -> dict[str, pd.api.extensions.ExtensionArray]:
+        self.flush()
+        out = {}
+        for column, chunks in self.chunks.items():
+            if not chunks:
+                chunks = [column_of([], self.dtypes[column], pd.RangeIndex(0)).array]
+            # Arrow-backed strings concatenate as chunks of one array, without a copy.
+            out[column] = pd.concat(
+                [pd.Series(c, copy=False) for c in chunks], ignore_index=True
+            ).array
+        return out
+
+
+def _shared_tokens(frame: pd.DataFrame) -> set[Hashable]:
+    """The tokens of the bodies more than one row holds.
+
+    Only rows whose Blob or path recurs can share a token, so only they are looked
+    at: a frame of distinct body files costs no Python copy of its paths here.
+    """
+    candidates = pd.Series(False, index=pd.RangeIndex(len(frame)))
+    if "body_path" in frame.columns:
+        candidates |= frame["body_path"].duplicated(keep=False).to_numpy(dtype=bool)
+    if "body" in frame.columns:
+        blobs = [id(b) if isinstance(b, Blob) else None for b in frame["body"].tolist()]
+        ids = pd.Series(blobs, dtype=object)
+        candidates |= (ids.notna() & ids.duplicated(keep=False)).to_numpy(dtype=bool)
+    rows = candidates.to_numpy().nonzero()[0]
+    if not len(rows):
+        return set()
+    part = frame.iloc[rows]
+    counts = Counter(
+        found[0]
+        for found in map(body_token, _cells(part, "body"), _cells(part, "body_path"))
+        if found is not None
+    )
+    return {token for token, n in counts.items() if n > 1}
 
 
 def _cells(frame: pd.DataFrame, name: str) -> Sequence[object]:
