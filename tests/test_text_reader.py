@@ -300,3 +300,35 @@ def test_a_sub_articles_floats_are_not_the_articles() -> None:
     )
     doc = read_text(raw.encode())
     assert doc.captions == () and [x.element for x in doc.text_loss] == ["sub-article"]
+
+
+_ELSEVIER = (
+    "<doc xmlns:ce='http://www.elsevier.com/xml/common/dtd'"
+    " xmlns:ja='http://www.elsevier.com/xml/ja/dtd'><ja:article><ja:head>"
+    "<ce:title>T</ce:title></ja:head><ja:body><ce:sections><ce:section>"
+    "<ce:section-title>Introduction</ce:section-title>{body}</ce:section></ce:sections>"
+    "</ja:body>{floats}</ja:article></doc>"
+)
+
+
+def test_an_elsevier_box_in_a_paragraph_is_rendered_after_it_and_a_floating_one_counted() -> None:
+    box = (
+        "<ce:textbox id='b1'><ce:textbox-body><ce:sections><ce:para>Boxed words "
+        "<ce:figure id='f1'><ce:label>Fig. 1</ce:label><ce:caption><ce:simple-para>"
+        "In the box</ce:simple-para></ce:caption></ce:figure>here.</ce:para></ce:sections>"
+        "</ce:textbox-body></ce:textbox>"
+    )
+    floating = (
+        "<ce:floats><ce:textbox id='b2'><ce:textbox-body><ce:sections><ce:para>Afloat"
+        "</ce:para></ce:sections></ce:textbox-body></ce:textbox></ce:floats>"
+    )
+    body = f"<ce:para>Before {box}after.</ce:para><ce:para>Next.</ce:para>"
+    doc = read_text(_ELSEVIER.format(body=body, floats=floating).encode())
+    assert doc.text_format == "elsevier" and not doc.text_error
+    # The box is its own paragraph right after the one it sits in, not glued into it.
+    assert [p.text for p in doc.paragraphs] == ["Before after.", "Boxed words here.", "Next."]
+    assert all(p.section_path == ("Introduction",) for p in doc.paragraphs)
+    assert [(c.kind, c.label, c.caption) for c in doc.captions] == [
+        ("figure", "Fig. 1", "In the box")
+    ]
+    assert {(x.element, x.count, x.chars) for x in doc.text_loss} == {("textbox", 1, 6)}

@@ -56,10 +56,24 @@ class _Reader:
             Citation(rid, index, s, e) for rids, s, e in self.r.citations for rid in rids.split()
         )
         self.offset += len(text)
-        # Floats inside a paragraph still get their captions.
-        for f in el.iter():
-            if local_name(f) in ("figure", "table", "e-component"):
-                self.caption(f)
+        # Floats inside a paragraph still get their captions. A box (ce:textbox) is kept
+        # out of the paragraph's prose (_OWN) and is not lost: it becomes the paragraph(s)
+        # right after it, as a box standing in a section does, its floats captioned there.
+        boxes: list[etree._Element] = []
+        self._inner(el, boxes)
+        for box in boxes:
+            self.para(box, path, kind)
+
+    def _inner(self, el: etree._Element, boxes: list[etree._Element]) -> None:
+        """Caption the floats below ``el`` in document order; collect its outermost boxes."""
+        for child in el:
+            name = local_name(child)
+            if name == "textbox":
+                boxes.append(child)
+                continue
+            if name in ("figure", "table", "e-component"):
+                self.caption(child)
+            self._inner(child, boxes)
 
     def caption(self, el: etree._Element) -> None:
         cap = next((c for c in el if local_name(c) == "caption"), None)
@@ -197,6 +211,8 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
         for child in floats:
             if local_name(child) in ("figure", "table", "e-component"):
                 reader.caption(child)
+            elif local_name(child) == "textbox":
+                reader.r.lose(child)  # a floating box has no place in the prose: counted
     refs = [_reference(b) for b in each(article, "bib-reference")]
     return Document(
         text_format="elsevier",
