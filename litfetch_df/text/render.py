@@ -208,7 +208,8 @@ class Renderer:
         return stripped
 
     def _walk(self, el: etree._Element, parts: list[str], skip: frozenset[str], top: bool) -> None:
-        name = local_name(el)
+        # The memo looked up in place: this runs for every element of every paragraph.
+        name = _NAMES.get(el.tag) or local_name(el)
         if not top:
             if not name:  # a processing instruction: its text is not prose
                 self._tail(el, parts)
