@@ -266,6 +266,9 @@ def _person(el: etree._Element) -> str:
             given = c
     if sur is None and given is None:
         sur, given = _first(el, "surname"), _first(el, "given-names")
+    elif sur is not None and given is not None and not len(sur) and not len(given):
+        # The usual name, two leaves: their texts joined without walking either.
+        return clean(f"{sur.text or ''} {given.text or ''}") or clean(all_text(el))
     parts = [all_text(x) for x in (sur, given) if x is not None]
     return clean(" ".join(parts)) or clean(all_text(el))
 
@@ -320,11 +323,11 @@ def _reference(ref: etree._Element) -> Reference:
                 fields[key] = clean(all_text(c))
         else:
             authors.append(_person(c))
-    label = _children(ref, "label")
+    label = next(ref.iterchildren("{*}label"), None)
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
-        label=clean(all_text(label[0])) if label else "",
+        label=clean(all_text(label)) if label is not None else "",
         doi=ids.get("doi", ""),
         pmid=ids.get("pmid", ""),
         pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
