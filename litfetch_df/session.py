@@ -438,6 +438,11 @@ class Session:
         return dict(self._shared.requests_by_host)
 
     @property
+    def quota(self) -> QuotaLedger | None:
+        """The ledger of published quotas this session spends (kept beside its cache)."""
+        return self._shared.quota
+
+    @property
     def limits(self) -> dict[str, LimiterState]:
         """How each host asked so far is paced right now: rate, ceiling, in-flight cap,
         requests, throttled answers, and whether it is paused or parked (snapshots)."""

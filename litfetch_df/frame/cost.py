@@ -168,7 +168,7 @@ def plan_for(
     What is left of each quota comes from ``session``'s quota ledger (kept beside
     its cache), so a second plan the same day sees what the first run spent.
     """
-    ledger = getattr(getattr(session, "_shared", None), "quota", None)
+    ledger = getattr(session, "quota", None)
     has_contact = bool(contact) or bool(getattr(session, "contact", None))
     return plan_costs(
         frame,
