@@ -248,7 +248,10 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         _mark(args.port, f"end:{step}")
         phases.append({"step": step, "wall": wall, "outcomes": _outcomes(frame)})
+    # run()'s own record of its plan beside what it sent (attrs, issue 24 part 3)
+    record = frame.attrs.get("litfetch_df_requests")
     return {
+        "requests_record": record if isinstance(record, dict) else None,
         "phases": phases,
         "wall": time.perf_counter() - started,
         "outcomes": _outcomes(frame),

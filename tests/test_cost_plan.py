@@ -10,7 +10,7 @@ import pandas as pd
 import litfetch_df  # noqa: F401  (registers df.lit)
 from litfetch_df import Session
 from litfetch_df._quota import QuotaLedger
-from litfetch_df.frame.cost import plan_costs
+from litfetch_df.frame.cost import GAINS_DOI, plan_costs
 from tests.virtual_clock import EPOCH
 
 
@@ -43,15 +43,18 @@ def test_the_plan_counts_bulk_forms_and_sends_nothing() -> None:
     plan = _frame(1_000).lit.plan(session=session, contact="me@lab.example")
     assert sent == []
     # OpenAlex: the resolver's 750 DOIs short of an id and the terms lookup of all 1,000
-    # share the host: the larger of the two, 100 DOIs a call.
-    assert row(plan, "api.openalex.org", "list")["requests"] == 10
-    assert row(plan, "api.crossref.org", "list")["requests"] == 20
-    assert row(plan, "pmc.ncbi.nlm.nih.gov", "list")["requests"] == math.ceil(750 / 200)
+    # add up, 100 DOIs a call.
+    assert row(plan, "api.openalex.org", "list")["requests"] == 8 + 10
+    assert row(plan, "api.crossref.org", "list")["requests"] == 10
+    # the ID Converter: the 750 bundles short of an id, then a round for the 500 DOI-only
+    # ones the other services are expected to give a PMID (GAINS_DOI)
+    idconv = math.ceil(750 / 200) + math.ceil(500 * GAINS_DOI / 200)
+    assert row(plan, "pmc.ncbi.nlm.nih.gov", "list")["requests"] == idconv
     assert row(plan, "api.semanticscholar.org", "list")["requests"] == 2
     unpaywall = row(plan, "api.unpaywall.org", "single")
-    assert unpaywall["basis"] == "estimate" and unpaywall["requests"] == 50
+    assert unpaywall["basis"] == "estimate" and unpaywall["requests"] == 90
     # With a contact Crossref puts the lists in its polite pool: 3 a second.
-    assert row(plan, "api.crossref.org", "list")["seconds"] >= 20 / 3
+    assert row(plan, "api.crossref.org", "list")["seconds"] >= 10 / 3
     assert plan["deferred_rows"].sum() == 0
 
 
