@@ -5,6 +5,8 @@ Subcommands:
 * ``run INPUT -o OUTPUT``: read a table of articles (CSV, TSV, Parquet or a
   PubMed export), run the chosen steps (resolve, bodies, files, licences,
   related) and write the result as CSV, TSV or Parquet;
+* ``plan INPUT``: what ``run`` with the same arguments would ask, per host
+  (requests, time, share of today's quota, rows deferred); no request is sent;
 * ``demo``: the offline demo on bundled real articles (:mod:`litfetch_df.demo`);
 * ``cache info DIR`` / ``cache clear DIR``: inspect or empty a response cache.
 
@@ -57,6 +59,7 @@ from .cache import FILE_NAME, ResponseCache
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import Interrupted, run_sync
 from .frame.columns import CANONICAL, detect_id_columns
+from .frame.cost import format_plan, plan_costs
 from .frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 from .frame.pipeline import files_long, is_abandoned
 from .frame.readers import read_table
@@ -335,6 +338,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="text encoding of INPUT (default: utf-8, BOM or not), e.g. latin-1, cp1252",
     )
 
+    # plan takes run's arguments (so a run command line can be priced by changing one word);
+    # OUTPUT is optional there: where the plan table goes as CSV.
+    plan = commands.add_parser(
+        "plan",
+        parents=[run],
+        conflict_handler="resolve",
+        help="show what run would ask of each host, sending nothing",
+        description="Print, per host and kind of request, what `run` with the same "
+        "arguments would ask: requests, estimated time, share of today's quota and rows "
+        "that would be deferred. No request is sent.",
+    )
+    for action in plan._actions:
+        if action.dest == "output":
+            action.required = False
+            action.help = "also write the plan table to OUTPUT as CSV"
+
     demo = commands.add_parser(
         "demo",
         parents=[verbose],
@@ -585,6 +604,62 @@ def _default_session(
     )
 
 
+def _id_columns(args: argparse.Namespace, frame: pd.DataFrame, input_path: Path) -> dict[str, Any]:
+    """The id columns named on the command line, checked against ``frame``'s columns."""
+    explicit = {
+        kind: getattr(args, f"{kind}_col")
+        for kind in CANONICAL
+        if getattr(args, f"{kind}_col") is not None
+    }
+    try:
+        detect_id_columns(frame.columns, explicit)
+    except KeyError as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        raise CliError(EXIT_COLUMNS, f"{input_path}: {_one_line(str(message))}") from None
+    except ValueError as exc:
+        hint = "name one with --doi-col / --pmid-col / --pmcid-col / --bookid-col"
+        text = _one_line(str(exc)).split(" Or name one:")[0]
+        raise CliError(EXIT_COLUMNS, f"{input_path}: {text} ({hint})") from None
+    return explicit
+
+
+def _command_plan(args: argparse.Namespace, session_factory: SessionFactory, out: IO[str]) -> int:
+    """``plan``: the per-host table of what ``run`` would ask; the session is never opened."""
+    environ = os.environ
+    input_path = Path(args.input).expanduser()
+    frame = _read_input(input_path, args.encoding)
+    explicit = _id_columns(args, frame, input_path)
+    cache = args.cache or environ.get(CACHE_ENV, "").strip() or None
+    contact = (args.contact or environ.get(CONTACT_ENV, "")).strip() or None
+    try:
+        # Only for its quota ledger (kept beside the cache): what today's runs have spent.
+        session = session_factory(
+            contact=contact,
+            cache=Path(cache).expanduser() if cache else None,
+            cache_ttl=None,
+            offline=False,  # never opened: nothing is sent either way
+            refresh=False,
+        )
+    except (ValueError, OSError) as exc:
+        raise CliError(EXIT_CACHE, f"cannot use cache {cache}: {_one_line(str(exc))}") from None
+    plan = plan_costs(
+        frame,
+        args.steps,
+        credentials=_credentials(environ),
+        contact=contact is not None,
+        ledger=session.quota,
+        id_columns=explicit,
+    )
+    out.write(format_plan(plan) + "\n")
+    if args.output:
+        target = Path(args.output).expanduser()
+        try:
+            plan.to_csv(target, index=False)
+        except OSError as exc:
+            raise CliError(EXIT_OUTPUT, f"cannot write {target}: {_os_reason(exc)}") from None
+    return EXIT_OK
+
+
 def _command_run(
     args: argparse.Namespace,
     session_factory: SessionFactory,
@@ -614,20 +689,7 @@ def _command_run(
         raise CliError(EXIT_USAGE, "--bodies-dir needs the bodies step (--steps ...,bodies)")
 
     frame = _read_input(input_path, args.encoding)
-    explicit = {
-        kind: getattr(args, f"{kind}_col")
-        for kind in CANONICAL
-        if getattr(args, f"{kind}_col") is not None
-    }
-    try:
-        detect_id_columns(frame.columns, explicit)
-    except KeyError as exc:
-        message = exc.args[0] if exc.args else str(exc)
-        raise CliError(EXIT_COLUMNS, f"{input_path}: {_one_line(str(message))}") from None
-    except ValueError as exc:
-        hint = "name one with --doi-col / --pmid-col / --pmcid-col / --bookid-col"
-        text = _one_line(str(exc)).split(" Or name one:")[0]
-        raise CliError(EXIT_COLUMNS, f"{input_path}: {text} ({hint})") from None
+    explicit = _id_columns(args, frame, input_path)
 
     _check_output(output)
     bodies_dir = Path(args.bodies_dir).expanduser() if args.bodies_dir else None
@@ -844,6 +906,8 @@ def main(
         try:
             if args.command == "run":
                 return _command_run(args, factory, out, err)
+            if args.command == "plan":
+                return _command_plan(args, factory, out)
             if args.command == "demo":
                 return _command_demo(args, out, err)
             return _command_cache(args, out)

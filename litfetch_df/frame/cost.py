@@ -39,6 +39,7 @@ __all__ = [
     "STEPS_PLANNED",
     "UNKNOWN_TO_OPENALEX",
     "HostCost",
+    "format_plan",
     "plan_costs",
     "plan_for",
 ]
@@ -243,3 +244,28 @@ def plan_for(
         latency=latency,
         ledger=ledger if isinstance(ledger, QuotaLedger) else None,
     )
+
+
+def format_plan(plan: pd.DataFrame) -> str:
+    """The plan as a plain-text table (one line per host and kind, then the total)."""
+    if plan.empty:
+        return "no requests: the table holds no id a step could ask about"
+    head = (
+        f"{'host':<34} {'kind':<8} {'requests':>8} {'per req':>7} {'seconds':>8} "
+        f"{'quota left':>10} {'share':>6} {'deferred':>8}  basis"
+    )
+    lines = [head]
+    for r in plan.itertuples(index=False):
+        left = "-" if pd.isna(r.quota_left) else str(int(r.quota_left))
+        share = "-" if pd.isna(r.quota_share) else f"{float(r.quota_share):.0%}"
+        lines.append(
+            f"{r.host:<34} {r.kind:<8} {int(r.requests):>8} {int(r.ids_per_request):>7} "
+            f"{float(r.seconds):>8.2f} {left:>10} {share:>6} {int(r.deferred_rows):>8}  {r.basis}"
+        )
+    slowest = plan.loc[plan["seconds"].idxmax()]
+    lines.append(
+        f"{int(plan['requests'].sum())} requests; the slowest host, {slowest['host']}, "
+        f"needs about {float(slowest['seconds']):.1f} s; "
+        f"{int(plan['deferred_rows'].max())} rows would be deferred"
+    )
+    return "\n".join(lines)
