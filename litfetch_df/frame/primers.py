@@ -54,8 +54,8 @@ from ..sources.springer import (
 from ..sources.springer_batch import (
     springer_batch_each,
     springer_batch_key,
-    springer_batch_records,
 )
+from ..sources.springer_oa_batch import springer_oa_pages
 from .primed_keys import PrimedKeys
 
 __all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime"]
@@ -373,22 +373,45 @@ async def _prime_springer_open_access(
     credentials: Mapping[str, object],
     keys: PrimedKeys,
 ) -> None:
+    """Prime each Springer DOI's OpenAccess request from OR pages of 20 (issue 24).
+
+    Every Springer Nature DOI is asked in pages
+    (:func:`~litfetch_df.sources.springer_oa_batch.springer_oa_pages`); each
+    article found becomes the one-article answer its per-article request would
+    have had, a DOI a page answered without one the "none" answer. DOIs of pages
+    not answered are left to the per-article request. (Meta is not asked first:
+    at 20 DOIs a page, the pages its answer would spare cost less than the Meta
+    pages themselves, which the file-set step asks anyway.)
+    """
     api_key = usable_credential(credentials, "springer_api_key")
-    if api_key is None or usable_credential(credentials, "springer_meta_api_key") is None:
+    if api_key is None:
+        return
+    asks: list[tuple[ArticleIds, str]] = []
+    for ids in bundles:
+        batch_key = springer_batch_key(ids)
+        if batch_key is not None:
+            asks.append((ids, batch_key.wire))
+    if not asks:
         return
     async with session.scope() as scope:
-        found = await springer_batch_records(bundles, scope, credentials=credentials)
-    for ids, record in zip(bundles, found.values, strict=True):
-        batch_key = springer_batch_key(ids)
-        # Only a record that calls the article subscription content spares the request.
-        if batch_key is None or record is None or record.get("openaccess") != "false":
-            continue
-        keys.add(
-            ids,
-            _respond(
-                session, springer_oa_request(batch_key.wire, api_key), 200, _NO_OPEN_ACCESS, _XML
-            ),
-        )
+        pages = await springer_oa_pages(scope, [wire for _, wire in asks], api_key)
+    for ids, wire in asks:
+        request = springer_oa_request(wire, api_key)
+        article = pages.articles.get(wire.lower())
+        if article is not None:
+            content = _OA_ENVELOPE_HEAD + article + _OA_ENVELOPE_TAIL
+            keys.add(ids, _respond(session, request, 200, content, _XML))
+        elif wire.lower() in pages.absent:
+            keys.add(ids, _respond(session, request, 200, _NO_OPEN_ACCESS, _XML))
+
+
+# One article of a paged OpenAccess answer, wrapped as the per-article answer would be.
+_OA_ENVELOPE_HEAD: Final = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<response><result><total>1</total>'
+    b"<start>1</start><pageLength>10</pageLength><recordsDisplayed>1</recordsDisplayed>"
+    b"</result><records>"
+)
+_OA_ENVELOPE_TAIL: Final = b"</records><facets/></response>\n"
 
 
 # The answer Europe PMC gives a full-text request for an article it holds no text of.
