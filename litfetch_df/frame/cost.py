@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -259,17 +260,21 @@ def format_plan(plan: pd.DataFrame) -> str:
         f"{'quota left':>10} {'share':>6} {'deferred':>8}  basis"
     )
     lines = [head]
-    for r in plan.itertuples(index=False):
-        left = "-" if pd.isna(r.quota_left) else str(int(r.quota_left))
-        share = "-" if pd.isna(r.quota_share) else f"{float(r.quota_share):.0%}"
+    records: list[dict[str, Any]] = [
+        {str(k): v for k, v in r.items()} for r in plan.to_dict("records")
+    ]
+    for r in records:
+        left = "-" if pd.isna(r["quota_left"]) else str(int(r["quota_left"]))
+        share = "-" if pd.isna(r["quota_share"]) else f"{float(r['quota_share']):.0%}"
         lines.append(
-            f"{r.host:<34} {r.kind:<8} {int(r.requests):>8} {int(r.ids_per_request):>7} "
-            f"{float(r.seconds):>8.2f} {left:>10} {share:>6} {int(r.deferred_rows):>8}  {r.basis}"
+            f"{r['host']:<34} {r['kind']:<8} {int(r['requests']):>8} "
+            f"{int(r['ids_per_request']):>7} {float(r['seconds']):>8.2f} {left:>10} "
+            f"{share:>6} {int(r['deferred_rows']):>8}  {r['basis']}"
         )
-    slowest = plan.loc[plan["seconds"].idxmax()]
+    slowest = max(records, key=lambda r: float(r["seconds"]))
     lines.append(
-        f"{int(plan['requests'].sum())} requests; the slowest host, {slowest['host']}, "
-        f"needs about {float(slowest['seconds']):.1f} s; "
-        f"{int(plan['deferred_rows'].max())} rows would be deferred"
+        f"{sum(int(r['requests']) for r in records)} requests; the slowest host, "
+        f"{slowest['host']}, needs about {float(slowest['seconds']):.1f} s; "
+        f"{max(int(r['deferred_rows']) for r in records)} rows would be deferred"
     )
     return "\n".join(lines)

@@ -36,6 +36,8 @@ from ..sources.europe_pmc_search import (
 from ..sources.openalex import (
     TERMS_SELECT,
     WORKS_URL,
+    list_budget_spent,
+    single_works,
     terms_key,
     works_request,
     works_with_terms,
@@ -479,7 +481,20 @@ async def _prime_openalex_terms(
     async with session.scope() as scope:
         found = await works_with_terms(bundles, scope, api_key=api_key)
         failures = list(scope.failures)
-    for i, (ids, work) in enumerate(zip(bundles, found.values, strict=True)):
+    values: list[Mapping[str, Any] | None] = list(found.values)
+    abandoned = set(found.abandoned)
+    if abandoned and list_budget_spent(session, api_key=api_key):
+        # The list budget is spent: each DOI by the free singleton lookup instead, so the
+        # steps read the same answers (and Unpaywall is still asked only where OpenAlex
+        # does not know the DOI).
+        lost = {i: k.wire for i in abandoned if (k := terms_key(bundles[i])) is not None}
+        async with session.scope() as scope:
+            singles = await single_works(scope, list(lost.values()), api_key=api_key)
+        for i, wire in lost.items():
+            if wire in singles:
+                values[i] = singles[wire]
+                abandoned.discard(i)
+    for i, (ids, work) in enumerate(zip(bundles, values, strict=True)):
         key = terms_key(ids)
         # A work OpenAlex answered is primed, a miss as an empty answer (so Unpaywall is
         # asked only for DOIs OpenAlex does not know), and a failure (so a reader knows
@@ -489,7 +504,7 @@ async def _prime_openalex_terms(
         request = works_request(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
-        if work is None and i in found.abandoned:
+        if work is None and i in abandoned:
             why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
             keys.add(ids, _fail(session, request, why))
             continue

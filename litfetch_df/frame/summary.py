@@ -83,9 +83,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         step = column.removesuffix("_error")
         entries.append(("partial", step, sum(1 for c in cells[column] if is_partial(c))))
     # What run() sent per host beside its plan (no share: requests are not rows).
-    for record in requests_table(frame.attrs).itertuples(index=False):
-        entries.append(("requests planned", str(record.host), int(record.planned)))
-        entries.append(("requests sent", str(record.host), int(record.sent)))
+    sent = requests_table(frame.attrs).to_dict("records")
+    entries.extend(("requests planned", str(r["host"]), int(r["planned"])) for r in sent)
+    entries.extend(("requests sent", str(r["host"]), int(r["sent"])) for r in sent)
     index = pd.MultiIndex.from_tuples([(s, i) for s, i, _ in entries], names=["section", "item"])
     counts_arr = pd.array([c for _, _, c in entries], dtype="Int64")
     # The number of files is not a number of rows: it has no share of the rows.
