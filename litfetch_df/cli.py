@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import logging
@@ -349,17 +350,22 @@ def build_parser() -> argparse.ArgumentParser:
     # OUTPUT is optional there: where the plan table goes as CSV.
     plan = commands.add_parser(
         "plan",
-        parents=[run],
-        conflict_handler="resolve",
+        parents=[verbose],
         help="show what run would ask of each host, sending nothing",
         description="Print, per host and kind of request, what `run` with the same "
         "arguments would ask: requests, estimated time, share of today's quota and rows "
         "that would be deferred. No request is sent.",
     )
-    for action in plan._actions:
-        if action.dest == "output":
-            action.required = False
-            action.help = "also write the plan table to OUTPUT as CSV"
+    # Copies of run's own actions (argparse has no public way to share them): a shared
+    # action made optional here would be optional for run too.
+    for action in run._actions:
+        if action.dest in ("help", "verbose"):
+            continue
+        clone = copy.copy(action)
+        if clone.dest == "output":
+            clone.required = False
+            clone.help = "also write the plan table to OUTPUT as CSV"
+        plan._add_action(clone)
 
     demo = commands.add_parser(
         "demo",

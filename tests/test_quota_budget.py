@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pandas as pd
@@ -194,7 +194,7 @@ async def _detour_then_defer(tmp_path: Path) -> None:
 class IdsWorld:
     """OpenAlex works with PMIDs: the list filter answers ``list_status`` (429 budget or 503)."""
 
-    PMIDS = {"10.1000/known.1": "31000001", "10.1000/known.2": "31000002"}
+    PMIDS: ClassVar[dict[str, str]] = {"10.1000/known.1": "31000001", "10.1000/known.2": "31000002"}
 
     def __init__(self, list_status: int) -> None:
         self.list_status = list_status
