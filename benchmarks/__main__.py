@@ -435,6 +435,8 @@ def run_requests_scenario(
         out_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-out-"))
         extra["out_dir"] = str(out_dir)
     parallel = args.concurrency
+    if args.quota:
+        extra["quota"] = args.quota
     if name == "dask":
         extra["cache"] = str(cache_dir / f"dask-{workers}")  # cold: its own cache
         extra["workers"] = str(workers)

@@ -58,13 +58,16 @@ def test_the_plan_counts_bulk_forms_and_sends_nothing() -> None:
     assert plan["deferred_rows"].sum() == 0
 
 
-def test_a_spent_quota_shows_as_deferred_rows() -> None:
+def test_a_spent_list_budget_plans_the_singleton_detour() -> None:
     ledger = QuotaLedger(None, now=lambda: EPOCH, quotas={("api.openalex.org", "list"): 3})
     plan = plan_costs(_frame(1_000), ["licences"], ledger=ledger)
     openalex = row(plan, "api.openalex.org", "list")
     assert openalex["quota"] == 1_000 and openalex["quota_left"] == 3
     assert openalex["quota_share"] > 1
-    assert openalex["deferred_rows"] == (10 - 3) * 100
+    # Past the list budget OpenAlex's free singletons answer: a detour, nothing deferred.
+    assert openalex["deferred_rows"] == 0
+    singles = row(plan, "api.openalex.org", "single")
+    assert singles["basis"] == "detour" and singles["requests"] == (10 - 3) * 100
     # Without a contact Unpaywall is not planned.
     assert "api.unpaywall.org" not in set(plan_costs(_frame(10), contact=False)["host"])
 
@@ -72,3 +75,11 @@ def test_a_spent_quota_shows_as_deferred_rows() -> None:
 def test_an_empty_frame_plans_nothing() -> None:
     plan = plan_costs(pd.DataFrame({"doi": [None, "not a doi"]}))
     assert plan.empty and list(plan.columns)[:3] == ["host", "kind", "requests"]
+
+
+def test_a_spent_unpaywall_day_shows_as_deferred_rows() -> None:
+    ledger = QuotaLedger(None, now=lambda: EPOCH, quotas={("api.unpaywall.org", "single"): 10})
+    plan = plan_costs(_frame(1_000), ["licences"], ledger=ledger)
+    unpaywall = row(plan, "api.unpaywall.org", "single")
+    assert unpaywall["quota_left"] == 10
+    assert unpaywall["deferred_rows"] == unpaywall["requests"] - 10 > 0

@@ -120,7 +120,8 @@ def plan_costs(
     ``quota`` (calls per period, ``<NA>`` when unmetered), ``quota_left``
     (from ``ledger``, else the whole quota), ``quota_share`` (requests ÷ what is
     left), ``deferred_rows`` (rows beyond what is left) and ``basis``
-    (``bulk`` for counted bulk forms, ``estimate`` for per-article guesses).
+    (``bulk`` for counted bulk forms, ``estimate`` for per-article guesses,
+    ``detour`` for OpenAlex's free singletons asked once its list budget is spent).
     """
     wanted = set(steps)
     creds = dict(credentials or {})
@@ -191,6 +192,7 @@ def plan_costs(
             ask("api.springernature.com", "list", n_springer, 25, "estimate")
 
     rows = []
+    detour: list[tuple[str, int]] = []
     for (host, kind), (requests, per, basis) in sorted(asks.items()):
         limit = published_limit(host, kind, _tier(host, creds, contact))
         rate = (limit.rate if limit is not None else None) or UNLISTED.per_second or 20.0
@@ -201,6 +203,10 @@ def plan_costs(
         if ledger is not None and limit is not None and quota is not None:
             left = ledger.left(limit)
         deferred = 0 if left is None else max(0, requests - left) * per
+        if host == "api.openalex.org" and kind == "list" and deferred:
+            # Past the list budget the free singletons answer instead: a detour, not a delay.
+            detour.append((host, (requests - (left or 0)) * per))
+            deferred = 0
         rows.append(
             {
                 "host": host,
@@ -213,6 +219,23 @@ def plan_costs(
                 "quota_share": None if not left else round(requests / left, 4),
                 "deferred_rows": min(deferred, len(parsed.bundles)),
                 "basis": basis,
+            }
+        )
+    for host, singles in detour:
+        single = published_limit(host, "single", _tier(host, creds, contact))
+        rate = (single.rate if single is not None else None) or 10.0
+        rows.append(
+            {
+                "host": host,
+                "kind": "single",
+                "requests": singles,
+                "ids_per_request": 1,
+                "seconds": round(singles / rate + latency, 2),
+                "quota": None,
+                "quota_left": None,
+                "quota_share": None,
+                "deferred_rows": 0,
+                "basis": "detour",
             }
         )
     out = pd.DataFrame(
