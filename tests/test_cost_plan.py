@@ -67,7 +67,8 @@ def test_a_spent_list_budget_plans_the_singleton_detour() -> None:
     # Past the list budget OpenAlex's free singletons answer: a detour, nothing deferred.
     assert openalex["deferred_rows"] == 0
     singles = row(plan, "api.openalex.org", "single")
-    assert singles["basis"] == "detour" and singles["requests"] == (10 - 3) * 100
+    # one singleton per DOI (whichever list call was spent, the steps share the answers)
+    assert singles["basis"] == "detour" and singles["requests"] == 1_000
     # Without a contact Unpaywall is not planned.
     assert "api.unpaywall.org" not in set(plan_costs(_frame(10), contact=False)["host"])
 
@@ -83,3 +84,11 @@ def test_a_spent_unpaywall_day_shows_as_deferred_rows() -> None:
     unpaywall = row(plan, "api.unpaywall.org", "single")
     assert unpaywall["quota_left"] == 10
     assert unpaywall["deferred_rows"] == unpaywall["requests"] - 10 > 0
+
+
+def test_a_host_is_planned_no_more_requests_than_its_quota_has_left() -> None:
+    from litfetch_df.frame.spent import planned_by_host
+
+    ledger = QuotaLedger(None, now=lambda: EPOCH, quotas={("api.unpaywall.org", "single"): 10})
+    plan = plan_costs(_frame(1_000), ["licences"], ledger=ledger)
+    assert planned_by_host(plan)["api.unpaywall.org"] == 10

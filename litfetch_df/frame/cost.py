@@ -205,7 +205,8 @@ def plan_costs(
         deferred = 0 if left is None else max(0, requests - left) * per
         if host == "api.openalex.org" and kind == "list" and deferred:
             # Past the list budget the free singletons answer instead: a detour, not a delay.
-            detour.append((host, (requests - (left or 0)) * per))
+            # each DOI once (the steps share the answers), whichever list call was spent
+            detour.append((host, math.ceil(n_dois)))
             deferred = 0
         rows.append(
             {

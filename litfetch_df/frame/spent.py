@@ -22,11 +22,20 @@ REQUESTS_ATTR: Final = "litfetch_df_requests"
 
 
 def planned_by_host(plan: pd.DataFrame) -> dict[str, int]:
-    """The requests a plan (``plan_costs``' frame) expects per host, its kinds summed."""
+    """The requests a plan (``plan_costs``' frame) expects per host, its kinds summed.
+
+    A kind with a quota counts at most what is left of it (the rest is deferred).
+    """
     if plan.empty:
         return {}
-    sums = plan.groupby("host")["requests"].sum()
-    return {str(host): int(n) for host, n in sums.items() if int(n) > 0}
+    out: dict[str, int] = {}
+    for r in plan.to_dict("records"):
+        n = int(r["requests"])
+        left = r["quota_left"]
+        if not pd.isna(left):
+            n = min(n, int(left))  # a spent quota sends no more than is left
+        out[str(r["host"])] = out.get(str(r["host"]), 0) + n
+    return {host: n for host, n in out.items() if n > 0}
 
 
 def sent_since(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
