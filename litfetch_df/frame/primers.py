@@ -57,7 +57,7 @@ from ..sources.springer_batch import (
     springer_batch_each,
     springer_batch_key,
 )
-from ..sources.springer_oa_batch import springer_oa_pages
+from ..sources.springer_oa_batch import single_answer, springer_oa_pages
 from .primed_keys import PrimedKeys
 
 __all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime"]
@@ -401,19 +401,9 @@ async def _prime_springer_open_access(
         request = springer_oa_request(wire, api_key)
         article = pages.articles.get(wire.lower())
         if article is not None:
-            content = _OA_ENVELOPE_HEAD + article + _OA_ENVELOPE_TAIL
-            keys.add(ids, _respond(session, request, 200, content, _XML))
+            keys.add(ids, _respond(session, request, 200, single_answer(article), _XML))
         elif wire.lower() in pages.absent:
             keys.add(ids, _respond(session, request, 200, _NO_OPEN_ACCESS, _XML))
-
-
-# One article of a paged OpenAccess answer, wrapped as the per-article answer would be.
-_OA_ENVELOPE_HEAD: Final = (
-    b'<?xml version="1.0" encoding="UTF-8"?>\n<response><result><total>1</total>'
-    b"<start>1</start><pageLength>10</pageLength><recordsDisplayed>1</recordsDisplayed>"
-    b"</result><records>"
-)
-_OA_ENVELOPE_TAIL: Final = b"</records><facets/></response>\n"
 
 
 # The answer Europe PMC gives a full-text request for an article it holds no text of.

@@ -28,7 +28,14 @@ import httpx
 from .._http import Http, Rate, get_logger
 from .springer import SPRINGER_OA_JATS_URL
 
-__all__ = ["OA_PAGE", "SMALL_OA_PAGE", "OaPages", "split_articles", "springer_oa_pages"]
+__all__ = [
+    "OA_PAGE",
+    "SMALL_OA_PAGE",
+    "OaPages",
+    "single_answer",
+    "split_articles",
+    "springer_oa_pages",
+]
 
 log = get_logger(__name__)
 
@@ -72,6 +79,19 @@ def split_articles(envelope: bytes) -> dict[str, bytes]:
         found = _DOI_ID.search(article)
         if found is not None:
             out[found.group(1).decode("utf-8", "replace").lower()] = article
+
+
+_ONE_HEAD: Final = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<response><result><total>1</total>'
+    b"<start>1</start><pageLength>10</pageLength><recordsDisplayed>1</recordsDisplayed>"
+    b"</result><records>"
+)
+_ONE_TAIL: Final = b"</records><facets/></response>\n"
+
+
+def single_answer(article: bytes) -> bytes:
+    """One article of a page, wrapped as the per-article (``q=doi:<doi>``) answer would be."""
+    return _ONE_HEAD + article + _ONE_TAIL
 
 
 def _query(dois: Sequence[str]) -> str:
