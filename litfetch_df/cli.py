@@ -7,6 +7,8 @@ Subcommands:
   related) and write the result as CSV, TSV or Parquet;
 * ``text INPUT -o OUTPUT.parquet``: every row's body read as text, a text
   corpus in Parquet (:mod:`litfetch_df.cli_text`);
+* ``plan INPUT``: what ``run`` with the same arguments would ask, per host
+  (requests, time, share of today's quota, rows deferred); no request is sent;
 * ``demo``: the offline demo on bundled real articles (:mod:`litfetch_df.demo`);
 * ``cache info DIR`` / ``cache clear DIR``: inspect or empty a response cache.
 
@@ -29,6 +31,10 @@ Exit codes (also in ``litfetch-df --help``):
       marked ``abandoned: interrupted``
 141   stdout was closed early (e.g. piped into ``head``)
 ====  =====================================================================
+
+(About 1,000 lines: the argument parsers and the ``run`` / ``plan`` checks they share
+sit together until the layout issue splits the subcommands into a package; ``text``'s
+body is already in :mod:`litfetch_df.cli_text`.)
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import logging
@@ -61,6 +68,7 @@ from .cli_text import add_text_parser, long_path, needs_fetch, text_outputs
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import Interrupted, run_sync
 from .frame.columns import CANONICAL, detect_id_columns
+from .frame.cost import format_plan, plan_costs
 from .frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 from .frame.pipeline import files_long, is_abandoned
 from .frame.readers import read_table
@@ -346,6 +354,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_text_parser(commands, [verbose])
+
+    # plan takes run's arguments (so a run command line can be priced by changing one word);
+    # OUTPUT is optional there: where the plan table goes as CSV.
+    plan = commands.add_parser(
+        "plan",
+        parents=[verbose],
+        help="show what run would ask of each host, sending nothing",
+        description="Print, per host and kind of request, what `run` with the same "
+        "arguments would ask: requests, estimated time, share of today's quota and rows "
+        "that would be deferred. No request is sent.",
+    )
+    # Copies of run's own actions (argparse has no public way to share them): a shared
+    # action made optional here would be optional for run too.
+    for action in run._actions:
+        if action.dest in ("help", "verbose"):
+            continue
+        clone = copy.copy(action)
+        if clone.dest == "output":
+            clone.required = False
+            clone.help = "also write the plan table to OUTPUT as CSV"
+        plan._add_action(clone)
 
     demo = commands.add_parser(
         "demo",
@@ -664,6 +693,43 @@ def _default_session(
     )
 
 
+def _command_plan(args: argparse.Namespace, session_factory: SessionFactory, out: IO[str]) -> int:
+    """``plan``: the per-host table of what ``run`` would ask; the session is never opened."""
+    environ = os.environ
+    input_path = Path(args.input).expanduser()
+    frame = _read_input(input_path, args.encoding)
+    explicit = _id_columns(frame, args, input_path)
+    cache = args.cache or environ.get(CACHE_ENV, "").strip() or None
+    contact = (args.contact or environ.get(CONTACT_ENV, "")).strip() or None
+    try:
+        # Only for its quota ledger (kept beside the cache): what today's runs have spent.
+        session = session_factory(
+            contact=contact,
+            cache=Path(cache).expanduser() if cache else None,
+            cache_ttl=None,
+            offline=False,  # never opened: nothing is sent either way
+            refresh=False,
+        )
+    except (ValueError, OSError) as exc:
+        raise CliError(EXIT_CACHE, f"cannot use cache {cache}: {_one_line(str(exc))}") from None
+    plan = plan_costs(
+        frame,
+        args.steps,
+        credentials=_credentials(environ),
+        contact=contact is not None,
+        ledger=session.quota,
+        id_columns=explicit,
+    )
+    out.write(format_plan(plan) + "\n")
+    if args.output:
+        target = Path(args.output).expanduser()
+        try:
+            plan.to_csv(target, index=False)
+        except OSError as exc:
+            raise CliError(EXIT_OUTPUT, f"cannot write {target}: {_os_reason(exc)}") from None
+    return EXIT_OK
+
+
 def _command_run(
     args: argparse.Namespace,
     session_factory: SessionFactory,
@@ -912,6 +978,8 @@ def main(
         try:
             if args.command == "run":
                 return _command_run(args, factory, out, err)
+            if args.command == "plan":
+                return _command_plan(args, factory, out)
             if args.command == "demo":
                 return _command_demo(args, out, err)
             if args.command == "text":

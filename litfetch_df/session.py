@@ -438,6 +438,11 @@ class Session:
         return dict(self._shared.requests_by_host)
 
     @property
+    def quota(self) -> QuotaLedger | None:
+        """The ledger of published quotas this session spends (kept beside its cache)."""
+        return self._shared.quota
+
+    @property
     def limits(self) -> dict[str, LimiterState]:
         """How each host asked so far is paced right now: rate, ceiling, in-flight cap,
         requests, throttled answers, and whether it is paused or parked (snapshots)."""
@@ -907,7 +912,7 @@ class Session:
             response: httpx.Response | None = None
             if shared.quota is not None:
                 try:
-                    shared.quota.check(host, httpx.URL(url).path, params)
+                    shared.quota.reserve(host, httpx.URL(url).path, params)
                 except QuotaDeferred as spent:
                     # Not sent: the budget is spent until its reset, whatever the pace.
                     self._note_failure(f"deferred: {spent}")
@@ -915,6 +920,7 @@ class Session:
             try:
                 ticket = await limiter.acquire()
             except HostParked as parked:
+                _release(shared.quota, host, url, params)
                 reason = _reason(parked, host)
                 self._note_failure(reason)
                 raise HostParked(f"{reason}: {method} {shown}") from None
@@ -962,9 +968,11 @@ class Session:
             finally:
                 limiter.release(ticket)
             if given_up is not None:
+                _release(shared.quota, host, url, params)
                 self._note_failure(given_up)
                 raise UpstreamUnavailable(f"{given_up}: {method} {shown}")
             if response is None:
+                _release(shared.quota, host, url, params)
                 await shared.clock.sleep(policy.backoff(attempt))
                 continue
             status = response.status_code
@@ -1097,6 +1105,14 @@ class Session:
         from .operations import relations
 
         return await relations.related_ids(self, article_ids)
+
+
+def _release(
+    ledger: QuotaLedger | None, host: str, url: str, params: Mapping[str, str | int] | None
+) -> None:
+    """Give back the quota call held for a request that got no answer."""
+    if ledger is not None:
+        ledger.release(host, httpx.URL(url).path, params)
 
 
 def _reason(exc: BaseException, host: str) -> str:
