@@ -126,6 +126,19 @@ def test_columns_built_in_chunks_match_one_chunk_and_share_bodies_across_them(
     assert {c: str(chunked[c].dtype) for c in TEXT_COLUMNS} == dict(TEXT_COLUMNS)
 
 
+def test_two_bodies_with_one_stem_get_two_text_files(tmp_path: Path) -> None:
+    for sub, body in (("a", ELSEVIER), ("b", ELIFE)):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "x.xml").write_bytes(body)
+    paths = [str(tmp_path / "a" / "x.xml"), str(tmp_path / "b" / "x.xml")]
+    df = pd.DataFrame({"body_path": pd.array([*paths, paths[0]], "string")})
+    out = df.lit.text(out_dir=tmp_path / "text")
+    first, second, again = out["text_path"]
+    assert first != second and again == first  # the shared body keeps its one file
+    assert Path(first).read_text(encoding="utf-8") == df.lit.text().loc[0, "body_text"]
+    assert Path(second).read_text(encoding="utf-8") == df.lit.text().loc[1, "body_text"]
+
+
 def test_bad_math_fails_before_any_body_is_read() -> None:
     with pytest.raises(ValueError, match="math"):
         frame().lit.text(math="mathml")

@@ -177,15 +177,18 @@ class _TextFiles:
 
     def __init__(self, out: Out) -> None:
         self.out = out
-        self.owner: dict[str, Hashable] = {}
+        # Only the locations: each body is written once (a shared one is remembered by
+        # text_columns), so a taken location is always another body's. Keeping no token
+        # per row keeps the call's memory from growing with the rows.
+        self.taken: set[str] = set()
 
-    def write(self, token: Hashable, held: Blob | str, ids: ArticleIds, text: str) -> str:
+    def write(self, held: Blob | str, ids: ArticleIds, text: str) -> str:
         stem = PurePath(held).stem if isinstance(held, str) else id_stem(ids)
         location = self.out.locate(stem + ".txt")
-        if self.owner.get(location, token) != token:
+        if location in self.taken:
             # Two bodies with one stem (an in-memory Blob and a file, say): keep both.
-            location = self.out.locate(f"{stem}-{len(self.owner)}.txt")
-        self.owner[location] = token
+            location = self.out.locate(f"{stem}-{len(self.taken)}.txt")
+        self.taken.add(location)
         return self.out.write_to(location, text.encode("utf-8"))
 
 
@@ -234,7 +237,7 @@ def text_columns(
                         text = cells.pop("body_text", None)
                         if isinstance(text, str):
                             bundle = ArticleIds(**{k: _text(v[i]) for k, v in ids.items()})
-                            cells["text_path"] = files.write(token, held, bundle, text)
+                            cells["text_path"] = files.write(held, bundle, text)
                     if token in shared:  # kept only for the rows still to come that share it
                         done[token] = cells
                     row = cells
