@@ -23,6 +23,10 @@ without one starts conservatively and adapts (design: ADR 0007):
 * a wait longer than the retry budget is obeyed, never shortened: the host is
   *parked* and every request to it fails at once with :class:`HostParked`
   until the wait is over, so the rest of a table goes on.
+
+(About 800 lines, over the project's 650, with more tuning constants than it should
+have: the limiter issue replaces it with a one-page module; see
+docs/adr/0007-adaptive-host-limiter.md.)
 """
 
 from __future__ import annotations

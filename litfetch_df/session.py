@@ -4,6 +4,10 @@ A session is the object callers hold. Its scopes (children made with
 :meth:`Session.scope`) share the client and the per-host pacing state but each
 owns a short-lived response cache, so two sources that read the same upstream
 record inside one unit of work cost one request.
+
+(About 1,200 lines, over the project's 650: the contract's methods, the client's
+lifetime, the send-and-retry loop, priming and records are still one class; the
+layout issue moves the loop to the wire layer and priming and records to the store.)
 """
 
 from __future__ import annotations
