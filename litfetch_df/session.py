@@ -928,6 +928,10 @@ class Session:
                 reason = _reason(parked, host)
                 self._note_failure(reason)
                 raise HostParked(f"{reason}: {method} {shown}") from None
+            except BaseException:
+                # Cancelled (an interrupt, a deadline of the caller's) before sending.
+                _release(shared.quota, host, url, params)
+                raise
             try:
                 shared.requests_sent += 1
                 shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
@@ -969,6 +973,11 @@ class Session:
                 given_up = f"{type(exc).__name__}: {_reason(exc, host)}"
             except httpx.RequestError as exc:
                 given_up = f"{type(exc).__name__} from {host}"
+            except BaseException:
+                # Cancelled mid-send, or anything else no answer came from: the call held
+                # for it goes back, or a notebook's later cells would find the budget short.
+                _release(shared.quota, host, url, params)
+                raise
             finally:
                 limiter.release(ticket)
             if given_up is not None:

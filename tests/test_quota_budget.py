@@ -261,3 +261,34 @@ def test_calls_sent_together_are_held_against_the_budget_before_their_answers() 
     ledger.reserve(UNPAYWALL, "/v2/10.1/c", {})
     with pytest.raises(QuotaDeferred):
         ledger.reserve(UNPAYWALL, "/v2/10.1/d", {})
+
+
+async def test_a_request_cancelled_in_flight_gives_its_held_call_back() -> None:
+    import asyncio
+
+    started = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/a"):
+            started.set()
+            await answer.wait()  # never set: this one is cancelled in flight
+        return httpx.Response(200, json={"doi": "10.1/b"}, request=request)
+
+    session = mock_session(
+        handler,  # type: ignore[arg-type]
+        contact="me@lab.example",
+        quotas={(UNPAYWALL, "single"): 1},
+    )
+    async with session:
+        stuck = asyncio.create_task(session.get(f"https://{UNPAYWALL}/v2/10.1/a"))
+        await started.wait()
+        with pytest.raises(QuotaDeferred):  # the one call is held by the request in flight
+            await session.get(f"https://{UNPAYWALL}/v2/10.1/b")
+        stuck.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stuck
+        # Cancelled without an answer: the day's one call is back, and this one may use it.
+        assert (await session.get(f"https://{UNPAYWALL}/v2/10.1/b")).status_code == 200
+        with pytest.raises(QuotaDeferred):
+            await session.get(f"https://{UNPAYWALL}/v2/10.1/c")
