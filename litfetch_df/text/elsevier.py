@@ -78,10 +78,9 @@ class _Reader:
     def caption(self, el: etree._Element) -> None:
         cap = next((c for c in el if local_name(c) == "caption"), None)
         label = next((c for c in el if local_name(c) == "label"), None)
+        # lxml picks the rows and their entries out by tag, in C.
         cells = tuple(
-            tuple(_text(e) for e in row if local_name(e) == "entry")
-            for row in el.iter()
-            if local_name(row) == "row"
+            tuple([_text(e) for e in row.iterchildren("{*}entry")]) for row in each(el, "row")
         )
         kind = {"table": "table", "e-component": "supplementary"}.get(local_name(el), "figure")
         self.captions.append(
@@ -138,8 +137,7 @@ def _reference(bib: etree._Element) -> Reference:
     if sb is not None:
         authors = tuple(
             " ".join(p for p in (_text(_first(a, "surname")), _text(_first(a, "given-name"))) if p)
-            for a in sb.iter()
-            if local_name(a) in ("author", "collaboration")
+            for a in each(sb, "author", "collaboration")
         )
         contribution = _first(sb, "contribution")
         title = _text(_first(contribution, "maintitle")) if contribution is not None else ""

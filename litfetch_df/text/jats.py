@@ -86,6 +86,17 @@ _first = first
 _CELL_TAGS = ("{*}td", "{*}th")
 
 
+def _cell(td: etree._Element) -> str:
+    """``clean(all_text(td))``, the ASCII leaf (most cells) cleaned in place."""
+    if not len(td):
+        text = td.text
+        if not text:
+            return ""
+        if text.isascii():
+            return " ".join(text.split())
+    return clean(all_text(td))
+
+
 _FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
 
 
@@ -130,7 +141,7 @@ class _Reader:
         if name == "table-wrap":
             # lxml picks the cells out in C (comments and PIs are not cells either way).
             for tr in each(el, "tr"):
-                cells.append(tuple(clean(all_text(td)) for td in tr.iterchildren(*_CELL_TAGS)))
+                cells.append(tuple([_cell(td) for td in tr.iterchildren(*_CELL_TAGS)]))
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
@@ -255,11 +266,14 @@ class _Reader:
         return Section(title, label, kind, len(path), path, children)
 
 
+_NAME_TAGS = ("{*}surname", "{*}given-names")
+
+
 def _person(el: etree._Element) -> str:
     # Surname and given names are nearly always children: look there before searching.
     # (The last of each wins, as a later duplicate always has.)
     sur = given = None
-    for c in el.iterchildren("{*}surname", "{*}given-names"):
+    for c in el.iterchildren(*_NAME_TAGS):
         if local_name(c) == "surname":
             sur = c
         else:
@@ -268,7 +282,12 @@ def _person(el: etree._Element) -> str:
         sur, given = _first(el, "surname"), _first(el, "given-names")
     elif sur is not None and given is not None and not len(sur) and not len(given):
         # The usual name, two leaves: their texts joined without walking either.
-        return clean(f"{sur.text or ''} {given.text or ''}") or clean(all_text(el))
+        joined = f"{sur.text or ''} {given.text or ''}"
+        if joined.isascii():  # clean() in place: ASCII is NFC already
+            joined = " ".join(joined.split())
+            if joined:
+                return joined
+        return clean(joined) or clean(all_text(el))
     parts = [all_text(x) for x in (sur, given) if x is not None]
     return clean(" ".join(parts)) or clean(all_text(el))
 

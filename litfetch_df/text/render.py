@@ -14,7 +14,8 @@ from lxml import etree
 
 __all__ = ["Renderer", "all_text", "clean", "each", "first", "local_name", "strings"]
 
-_SPACE = re.compile(r"\s+")
+# The citation markers the walk puts in the raw text: ``\x00rid\x00`` opens, ``\x01`` closes.
+_MARKS = re.compile(r"(\x00[^\x00]*\x00|\x01)")
 
 # Elements whose text belongs to a field of its own, never to the prose around them.
 OWN_FIELD = frozenset(
@@ -75,6 +76,8 @@ BLOCK = frozenset(
 _MARKERS = frozenset({"fn", "table-fn", "author-notes"})
 # Elements dropped on purpose with their text counted as lost.
 LOST = frozenset({"sub-article", "response", "processing-meta", "private-char", "inline-graphic"})
+# Elements the walk treats other than as plain inline text (lost, math, blocks, citations).
+_SPECIAL = LOST | BLOCK | {"inline-formula", "disp-formula", "math", "formula", "xref", "cross-ref"}
 
 
 @functools.lru_cache(maxsize=256)
@@ -166,7 +169,7 @@ class Renderer:
         out: list[str] = []
         pending: list[tuple[str, int]] = []
         pos = 0
-        for chunk in re.split(r"(\x00[^\x00]*\x00|\x01)", raw):
+        for chunk in _MARKS.split(raw):
             if chunk.startswith("\x00"):
                 pending.append((chunk[1:-1], pos))
             elif chunk == "\x01":
@@ -193,12 +196,19 @@ class Renderer:
         pos = length = 0
         after_space = True
         for offset in wanted:
-            piece = _SPACE.sub(" ", raw[pos:offset])
-            if after_space and piece.startswith(" "):
-                piece = piece[1:]
-            if piece:
-                length += len(piece)
-                after_space = piece.endswith(" ")
+            # The piece's cleaned length without building it: its words joined by single
+            # spaces, plus one space for a leading run (unless one was just counted) and
+            # one for a trailing run; a piece of only whitespace is one space.
+            seg = raw[pos:offset]
+            if seg:
+                words = " ".join(seg.split())
+                if words:
+                    trail = seg[-1].isspace()
+                    length += len(words) + trail + (not after_space and seg[0].isspace())
+                    after_space = trail
+                elif not after_space:
+                    length += 1
+                    after_space = True
             landed[offset] = min(length, end)
             pos = offset
         self.citations = [
@@ -234,10 +244,27 @@ class Renderer:
         rid = (el.get("rid") or el.get("refid") or "") if cite else ""
         if rid:
             parts.append(f"\x00{rid}\x00")
-        if el.text:
-            parts.append(el.text)
+        text = el.text
+        if text:
+            parts.append(text)
         for child in el:
-            self._walk(child, parts, skip, top=False)
+            # A plain inline leaf (<italic>, <sub>: most of them) is its text and its tail;
+            # anything else, or a tag not yet memoised, takes the full walk.
+            child_name = _NAMES.get(child.tag)
+            if (
+                child_name
+                and child_name not in _SPECIAL
+                and child_name not in skip
+                and not len(child)
+            ):
+                text = child.text
+                if text:
+                    parts.append(text)
+                text = child.tail
+                if text:
+                    parts.append(text)
+            else:
+                self._walk(child, parts, skip, top=False)
         if rid:
             parts.append("\x01")
         if block:
