@@ -405,7 +405,8 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
     abstracts: list[Abstract] = []
     keywords: list[str] = []
     if meta is not None:
-        for ab in meta.iter():
+        # lxml picks the abstracts and keywords out of the front matter by tag, in C.
+        for ab in each(meta, "abstract", "trans-abstract", "kwd", "compound-kwd"):
             if local_name(ab) in ("abstract", "trans-abstract"):
                 parts = [
                     reader.r.text(c)
@@ -442,9 +443,8 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
             reader.r.lose(part)
     # Captions in document order: abstracts' floats (graphical abstracts) first, then the rest.
     if meta is not None:
-        for ab in meta.iter():
-            if local_name(ab) in ("abstract", "trans-abstract"):
-                reader.floats(ab)
+        for ab in each(meta, "abstract", "trans-abstract"):
+            reader.floats(ab)
     for part in root:
         name = local_name(part)
         # A sub-article is lost whole (counted above): its floats are not the article's.
