@@ -77,10 +77,6 @@ BURST_SECONDS = 1.0
 ``w`` seconds in which ``n`` requests were admitted then proves a rate of at least
 ``n / (w + BURST_SECONDS)``: a throttle never cuts below that."""
 
-PROBE_SHARE = 0.05
-"""A probe above a settled pace waits until its failure (one throttle and its hold)
-would cost at most this share of the time since the last throttle."""
-
 SRTT_GAIN = 0.125
 """Weight of each new round trip in the smoothed one (RFC 6298's 1/8)."""
 
@@ -255,21 +251,22 @@ class HostLimiter:
         self.rate = plan.start_rate
         self._slow_start = plan.start_rate < plan.max_rate
         self._bad = math.inf  # the slowest pace that drew a throttle
-        self._good = 0.0  # the pace before the last probe: the last one that held
         self._announced = math.inf  # a rate ceiling the host announced
         self._announced_cap = 0  # an in-flight ceiling the host announced
         self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
         self._most_clean = 0  # the most in flight a clean answer was sent with
         self._srtt = 0.0  # smoothed round trip of clean answers (0: none yet)
+        self._min_rtt = math.inf  # the shortest round trip seen
+        self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
         self._epoch = 0
         self._quiet = 0.0  # seconds after a throttle before a probe (see PROBE_SHARE)
         self._calm_since = -math.inf  # the last throttle or probe
         self._streak = 0  # throttle episodes in a row, for the back-off
         # Windows whose clean sends prove a rate (see BURST_SECONDS): since the first send
-        # and since the last hold ended; (start, clean sends since).
-        self._first: tuple[float, int] = (math.inf, 0)
-        self._since_hold: tuple[float, int] = (math.inf, 0)
+        # and since the last hold ended; (start, clean sends in it, the last of them).
+        self._first: _Window = (math.inf, 0, -math.inf)
+        self._since_hold: _Window = (math.inf, 0, -math.inf)
         self._next = -math.inf
         self._last_grant = -math.inf
         self._last_end = -math.inf
@@ -321,14 +318,14 @@ class HostLimiter:
         self.requests += 1
         self._last_grant = slot
         if math.isinf(self._first[0]):
-            self._first = (slot, 0)
+            self._first = (slot, 0, slot)
         if math.isinf(self._since_hold[0]):
-            self._since_hold = (slot, 0)
+            self._since_hold = (slot, 0, slot)
         if self._window_end > slot:
             self._window_left -= 1
         return Ticket(
             self.rate,
-            self._sending,
+            self._at_host(slot),
             self._epoch,
             pressed=pressed,
             crowded=crowded,
@@ -336,8 +333,23 @@ class HostLimiter:
             round=self._round,
         )
 
+    def _at_host(self, slot: float) -> int:
+        """How many requests the host is likely serving as this one arrives (it included).
+
+        A request out for longer than the shortest round trip has most likely been
+        answered already, its answer still on the way: counting it would make a host
+        that serves one at a time look as if it had served two cleanly.
+        """
+        if self.cap == 0:
+            return self._sending  # unbounded: nothing is learned from it
+        out = self._out
+        out.append(slot)
+        return sum(1 for sent in out if sent > slot - self._min_rtt)
+
     def release(self, ticket: Ticket) -> None:
         """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
+        if ticket.sent in self._out:
+            self._out.remove(ticket.sent)
         self._sending = max(0, self._sending - 1)
         self._last_end = self._clock.now()
         self._leave()
@@ -425,6 +437,7 @@ class HostLimiter:
             self._waiters.clear()
             self._holding = 0
             self._sending = 0
+            self._out.clear()
 
     # -- holding and parking ---------------------------------------------------------------
 
@@ -461,7 +474,7 @@ class HostLimiter:
         if until > self._paused_until:
             self._paused_until = until
             # The bucket refills during a hold: what is sent after it proves a rate anew.
-            self._since_hold = (math.inf, 0)
+            self._since_hold = (math.inf, 0, -math.inf)
         return None
 
     def park_if_asked(self, status: int, headers: Mapping[str, str]) -> str | None:
@@ -509,8 +522,8 @@ class HostLimiter:
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
                 own = min(self.policy.max_delay, base * 2.0 ** (self._streak - 1))
-                # A failed probe costs this hold: probe again only when it is a small share.
-                self._quiet = max(own, asked or 0.0) / PROBE_SHARE
+                # What a failed probe costs: this hold (see _clean).
+                self._quiet = max(own, asked or 0.0)
             return self._hold(max(own, asked or 0.0)) or parked
         if status < 500:
             self._clean(ticket)
@@ -518,61 +531,65 @@ class HostLimiter:
 
     def _proven(self) -> float:
         """The fastest rate the host has provably admitted (see BURST_SECONDS)."""
-        now = self._clock.now()
-        best = 0.0
-        for start, count in (self._first, self._since_hold):
-            if math.isfinite(start) and count:
-                best = max(best, count / (now - start + BURST_SECONDS))
-        return best
+        return max(count / (last - start + BURST_SECONDS) for start, count, last in self._windows())
+
+    def _achieved(self) -> float:
+        """The fastest rate the host admitted over a window, its burst included."""
+        return max(
+            (count - 1) / (last - start) if last > start else 0.0
+            for start, count, last in self._windows()
+        )
+
+    def _windows(self) -> list[_Window]:
+        return [w for w in (self._first, self._since_hold) if w[1]] or [(0.0, 0, 0.0)]
 
     def _cut(self, ticket: Ticket) -> None:
         self._epoch += 1
         self._calm_since = self._clock.now()
         self._slow_start = False
         if ticket.in_flight > max(1, self._most_clean):
-            # More were out than any clean answer was sent with: a concurrency limit is the
-            # likelier reading. Cap in flight where answers were clean; the pace stays.
+            # More at the host than any clean answer was sent with: a concurrency limit is
+            # the likelier reading. Cap in flight where answers were clean; the pace stays.
             self._learned_cap = max(1, self._most_clean)
             self._wake()
             return
         drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
         self._bad = min(self._bad, drew)
-        # Back to the last pace that held: the one before the last probe or round, or half
-        # this one when that one drew the throttle; never below what the host admitted.
-        back = self._good if 0 < self._good < drew else CUT * drew
-        self.rate = min(self._ceiling(), max(FLOOR_RATE, back, self._proven()))
-        self._good = self.rate
+        # Back to the last pace that held: half this one (the previous round's), unless the
+        # host admitted less than that; never below what it provably admitted.
+        back = min(CUT * drew, self._achieved())
+        self.rate = min(self._ceiling(), max(FLOOR_RATE, self._proven(), back))
 
     def _measured(self) -> float:
-        start, count = self._first
-        span = self._clock.now() - start
-        return max(FLOOR_RATE, count / span) if span > 0 else UNLISTED_RATE
+        return self._achieved() or UNLISTED_RATE
 
     def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
         now = self._clock.now()
-        if ticket.sent >= self._first[0]:
-            self._first = (self._first[0], self._first[1] + 1)
-        if ticket.sent >= self._since_hold[0]:
-            self._since_hold = (self._since_hold[0], self._since_hold[1] + 1)
+        self._first = _counted(self._first, ticket.sent)
+        self._since_hold = _counted(self._since_hold, ticket.sent)
         if math.isfinite(ticket.sent):
             rtt = max(0.0, now - ticket.sent)
             self._srtt = rtt if self._srtt <= 0 else self._srtt + SRTT_GAIN * (rtt - self._srtt)
+            self._min_rtt = min(self._min_rtt, rtt)
         self._most_clean = max(self._most_clean, ticket.in_flight)
         if not ticket.pressed or ticket.round != self._round:
             return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
         if self._slow_start:
-            self._good = self.rate
             self._advance(min(ceiling, 2.0 * self.rate))
             if self.rate >= ceiling:
                 self._slow_start = False
-        elif self.rate < ceiling and now - self._calm_since >= self._quiet:
-            # A probe halfway to the slowest throttled pace (or double, if none throttled).
-            self._good = self.rate
-            target = (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
-            self._advance(min(ceiling, target))
-            self._calm_since = now
+        elif self.rate < ceiling:
+            # A probe halfway to the slowest throttled pace (or double, if none throttled),
+            # once the time it would have saved over the calm stretch so far is worth what
+            # its failure costs (one throttle and its hold): rare after a long hold.
+            target = min(
+                ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
+            )
+            if (target / self.rate - 1) * (now - self._calm_since) >= self._quiet:
+                self._advance(target)
+                self._calm_since = now
 
     def _advance(self, rate: float) -> None:
         if rate > self.rate:
@@ -674,7 +691,6 @@ class HostLimiter:
         self._bad = lessons.learned
         self._learned_cap = _min_cap(self.plan.max_in_flight, lessons.learned_cap)
         self.rate = min(self._ceiling(), max(FLOOR_RATE, lessons.rate))
-        self._good = self.rate
         self._slow_start = lessons.slow_start and self.rate < self._ceiling()
         self._quiet = lessons.probe_after
         if not self._slow_start:
@@ -703,6 +719,15 @@ plugs in another, e.g. one that asks a coordinator shared by several processes
 (``litfetch_df.dask``); it must return a :class:`HostLimiter` (or a subclass)
 because the session calls ``acquire``, ``release``, ``observe`` and ``state``.
 """
+
+
+_Window = tuple[float, int, float]
+
+
+def _counted(window: _Window, sent: float) -> _Window:
+    """``window`` with one more clean answer, if the request was sent inside it."""
+    start, count, last = window
+    return (start, count + 1, max(last, sent)) if sent >= start else window
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)

@@ -74,9 +74,7 @@ it was pressed and crowded, when it was sent (coordinator clock), its round (see
 def _ticket(remote: _RemoteTicket) -> Ticket:
     rate, in_flight, epoch, pressed, crowded, sent, round_, _ = remote
     # The send time travels too: a short announced window counts from the send.
-    return Ticket(
-        rate, in_flight, epoch, pressed=pressed, crowded=crowded, sent=sent, round=round_
-    )
+    return Ticket(rate, in_flight, epoch, pressed=pressed, crowded=crowded, sent=sent, round=round_)
 
 
 def _remote(ticket: Ticket, lease: int) -> _RemoteTicket:
