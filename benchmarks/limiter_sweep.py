@@ -2,12 +2,13 @@
 
 ``python -m benchmarks.limiter_sweep`` (or ``make bench-limiter``) sends ``--n``
 requests through a window of ``--window`` to one host at a time, for every host
-of ``--worlds`` drawn worlds, in the four cases that gate a limiter change (200
-and 1,665 requests, at 50 ms and at 300 ms; ``--n`` / ``--latency`` pick some) (the draws of :mod:`benchmarks.worlds`, enforced
-by the fake's own gate, :class:`tests.fakes.limits.HostGate`), and reports each
-host's wall time against its bound, its 429s (flagged past max(3, 1 %) of its
-requests) and the ceiling the limiter learned. Time is a :class:`tests.virtual_clock.VirtualClock`, so a sweep of 45
-hosts takes about half a minute and gives the same figures on any machine.
+of ``--worlds`` drawn worlds (the draws of :mod:`benchmarks.worlds`, enforced by
+the fake's own gate, :class:`tests.fakes.limits.HostGate`), in the four cases
+that gate a limiter change: 200 and 1,665 requests, at 50 ms and at 300 ms
+(``--n`` / ``--latency`` pick some). It reports each host's wall time against
+its bound, its 429s (flagged past max(3, 1 %) of its requests) and the ceiling
+the limiter learned. Time is a :class:`tests.virtual_clock.VirtualClock`, so the
+four sweeps of 45 hosts take a few minutes and give the same figures anywhere.
 
 What the socket-served benchmark has and this does not is arrival jitter: a
 busy client and server deliver two requests closer together than they were
@@ -228,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         summary.append(line)
         print("\n" + line, flush=True)
-    print("\n## summary (window %d)\n" % args.window)
+    print(f"\n## summary (window {args.window})\n")
     for line in summary:
         print("- " + line)
     return 0

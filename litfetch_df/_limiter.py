@@ -257,6 +257,8 @@ class HostLimiter:
         self._most_clean = 0  # the most in flight a clean answer was sent with
         self._srtt = 0.0  # smoothed round trip of clean answers (0: none yet)
         self._min_rtt = math.inf  # the shortest round trip seen
+        self._best = 0.0  # the fastest pace ever proven (see _proven)
+        self._settled = math.inf  # the pace before a probe: the last one that held
         self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
         self._epoch = 0
@@ -267,7 +269,6 @@ class HostLimiter:
         # and since the last hold ended; (start, clean sends in it, the last of them).
         self._first: _Window = (math.inf, 0, -math.inf)
         self._since_hold: _Window = (math.inf, 0, -math.inf)
-        self._next = -math.inf
         self._last_grant = -math.inf
         self._last_end = -math.inf
         self._paused_until = -math.inf
@@ -278,6 +279,8 @@ class HostLimiter:
         self._holding = 0  # requests holding an in-flight place (sent or about to be)
         self._sending = 0  # requests on the wire
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._slot_lock: asyncio.Lock | None = None  # made on the loop that uses it
+        self._answered: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.requests = 0
         self.throttled = 0
@@ -352,42 +355,48 @@ class HostLimiter:
             self._out.remove(ticket.sent)
         self._sending = max(0, self._sending - 1)
         self._last_end = self._clock.now()
+        while self._answered:
+            answered = self._answered.popleft()
+            if not answered.done():
+                answered.set_result(None)
         self._leave()
 
     async def _wait_slot(self) -> tuple[float, bool]:
-        """Wait for the next start slot; return it and whether the pace (not a pause) set it."""
+        """Wait for the next start slot; return it and whether the pace (not a pause) set it.
+
+        One request at a time waits for its slot, the others queue behind it (FIFO), so a
+        slot is only ever reserved one interval ahead: a pace raised or cut meanwhile
+        applies to the very next request, and a lagging wake-up never makes a burst.
+        """
         clock = self._clock
-        pressed: bool | None = None
-        while True:
-            now = clock.now()
-            slot = max(now, self._next, self._paused_until)
-            if self.plan.serial:
-                slot = max(slot, self._last_end + self._interval())
-            if self._window_left <= 0 and self._window_end > slot:
-                slot = self._window_end
-            if pressed is None:
-                # Judged once, on arrival: a pause or an exhausted window says nothing about
-                # whether the pace is too slow, the spacing behind other requests does.
-                held = max(now, self._paused_until)
-                if self._window_left <= 0:
-                    held = max(held, self._window_end)
-                pressed = slot > held
-            # Reserved before awaiting, so concurrent callers line up one interval apart.
-            self._next = slot + self._interval()
-            if slot > now:
+        if self._slot_lock is None:
+            self._slot_lock = asyncio.Lock()
+        # Queued behind another request that waits for the pace: the pace holds this one.
+        queued = self._slot_lock.locked() and self._paused_until <= clock.now()
+        async with self._slot_lock:
+            pressed: bool | None = None
+            while True:
+                self._check_parked()
+                now = clock.now()
+                free = max(now, self._paused_until)
+                if self._window_left <= 0 and self._window_end > free:
+                    free = self._window_end
+                slot = max(free, self._last_grant + self._interval())
+                if self.plan.serial:
+                    slot = max(slot, self._last_end + self._interval())
+                if pressed is None:
+                    pressed = queued or slot > free
+                cap = self.cap
+                if cap and self._sending >= cap:
+                    # The cap fell below the places already taken (a concurrency throttle):
+                    # the head of the queue waits for an answer before it goes.
+                    answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                    self._answered.append(answered)
+                    await answered
+                    continue
+                if slot <= now:
+                    return now, pressed
                 await clock.sleep(slot - now)
-            self._check_parked()
-            if self._paused_until <= slot and not (
-                self._window_left <= 0 and self._window_end > slot
-            ):
-                # A busy event loop may wake the previous request late: this one keeps a
-                # whole interval from when that one really went, so a lag never turns two
-                # slots into a burst. Checked after each wait: another may have gone.
-                while (late := self._last_grant + self._interval() - clock.now()) > 0:
-                    await clock.sleep(late)
-                    self._check_parked()
-                return max(slot, clock.now()), pressed
-            # A pause began while this request waited: queue again behind it.
 
     def _interval(self) -> float:
         return 0.0 if math.isinf(self.rate) else 1.0 / self.rate
@@ -438,6 +447,8 @@ class HostLimiter:
             self._holding = 0
             self._sending = 0
             self._out.clear()
+            self._slot_lock = None
+            self._answered.clear()
 
     # -- holding and parking ---------------------------------------------------------------
 
@@ -534,11 +545,14 @@ class HostLimiter:
         return max(count / (last - start + BURST_SECONDS) for start, count, last in self._windows())
 
     def _achieved(self) -> float:
-        """The fastest rate the host admitted over a window, its burst included."""
-        return max(
-            (count - 1) / (last - start) if last > start else 0.0
-            for start, count, last in self._windows()
-        )
+        """The fastest rate the host admitted over a window, its burst included.
+
+        ``inf`` before two clean answers: nothing is known against the pace yet.
+        """
+        rates = [
+            (n - 1) / (last - start) for start, n, last in self._windows() if n > 1 and last > start
+        ]
+        return max(rates) if rates else math.inf
 
     def _windows(self) -> list[_Window]:
         return [w for w in (self._first, self._since_hold) if w[1]] or [(0.0, 0, 0.0)]
@@ -558,10 +572,16 @@ class HostLimiter:
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
         back = min(CUT * drew, self._achieved())
-        self.rate = min(self._ceiling(), max(FLOOR_RATE, self._proven(), back))
+        proven = self._proven()
+        # A host throttling far below a pace it once proved is failing, not limiting (random
+        # 429s and 503s): those must not ratchet the pace down to the floor one by one.
+        self._best = max(self._best, proven)
+        floor = max(FLOOR_RATE, CUT * self._best)
+        self.rate = self._settled = min(self._ceiling(), max(floor, proven, back))
 
     def _measured(self) -> float:
-        return self._achieved() or UNLISTED_RATE
+        achieved = self._achieved()
+        return achieved if math.isfinite(achieved) else UNLISTED_RATE
 
     def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
@@ -588,6 +608,7 @@ class HostLimiter:
                 ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
             )
             if (target / self.rate - 1) * (now - self._calm_since) >= self._quiet:
+                self._settled = self.rate
                 self._advance(target)
                 self._calm_since = now
 
@@ -674,7 +695,7 @@ class HostLimiter:
     def lessons(self) -> Lessons:
         """Return what this limiter learned of its host (see :meth:`resume`)."""
         return Lessons(
-            rate=self.rate,
+            rate=min(self.rate, self._settled),  # a probe in progress is not a lesson
             cap=self.cap,
             learned=self._bad,
             learned_cap=self._learned_cap,
