@@ -51,6 +51,7 @@ import pandas as pd
 
 from . import frame as _frame  # noqa: F401  (importing it registers the .lit accessor)
 from ._http import redact_text
+from ._netguard import ALLOW_PRIVATE_NETWORK_ENV
 from ._results import OUTPUT_FORMATS, flatten_result, output_format, summary_text, write_result
 from ._version import __version__
 from .cache import FILE_NAME, ResponseCache
@@ -307,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--refresh", action="store_true", help="ignore cached answers (still record new ones)"
+    )
+    run.add_argument(
+        "--allow-private-network",
+        action="store_true",
+        help="let requests reach loopback and private addresses (an intranet mirror; default: "
+        f"${ALLOW_PRIVATE_NETWORK_ENV})",
     )
     run.add_argument(
         "--concurrency",
@@ -579,9 +586,15 @@ def _default_session(
     cache_ttl: float | None,
     offline: bool,
     refresh: bool,
+    allow_private_network: bool | None = None,
 ) -> Session:
     return Session(
-        contact=contact, cache=cache, cache_ttl=cache_ttl, offline=offline, refresh=refresh
+        contact=contact,
+        cache=cache,
+        cache_ttl=cache_ttl,
+        offline=offline,
+        refresh=refresh,
+        allow_private_network=allow_private_network,
     )
 
 
@@ -654,6 +667,8 @@ def _command_run(
             cache_ttl=args.cache_ttl * 86400.0 if args.cache_ttl else None,
             offline=offline,
             refresh=args.refresh,
+            # Only passed when asked for, so a factory written before the flag still works.
+            **({"allow_private_network": True} if args.allow_private_network else {}),
         )
     except (ValueError, OSError) as exc:
         raise CliError(EXIT_CACHE, f"cannot use cache {cache}: {_one_line(str(exc))}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -283,6 +284,23 @@ async def test_a_scope_keeps_every_failure_and_a_session_its_first_fifty() -> No
         assert len(s.failures) == 50
 
 
+async def _rounds(n: int = 50) -> None:
+    """Let every ready task run ``n`` turns of the loop (no time passes)."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait until ``condition`` holds, then a few more turns so that tasks started with the
+    one it observes reach the same point (they are scheduled round-robin). Bounded, so a
+    broken session fails the assertion that follows instead of hanging."""
+    for _ in range(100_000):
+        if condition():
+            break
+        await asyncio.sleep(0)
+    await _rounds()
+
+
 async def test_in_flight_duplicates_share_one_request() -> None:
     release = asyncio.Event()
     calls: list[httpx.Request] = []
@@ -294,7 +312,7 @@ async def test_in_flight_duplicates_share_one_request() -> None:
 
     async with mock_session(handler) as s, s.scope() as sc:  # type: ignore[arg-type]
         tasks = [asyncio.create_task(sc.get(RECORD_URL)) for _ in range(10)]
-        await asyncio.sleep(0.01)
+        await _until(lambda: len(calls) >= 1)
         assert len(calls) == 1
         release.set()
         responses = await asyncio.gather(*tasks)
@@ -316,7 +334,7 @@ async def test_in_flight_duplicates_share_a_failure_but_do_not_cache_it() -> Non
     policy = RetryPolicy(max_attempts=1)
     async with mock_session(handler, retry=policy) as s, s.scope() as sc:  # type: ignore[arg-type]
         tasks = [asyncio.create_task(sc.get(RECORD_URL)) for _ in range(3)]
-        await asyncio.sleep(0.01)
+        await _until(lambda: len(calls) >= 1)
         release.set()
         results = await asyncio.gather(*tasks, return_exceptions=True)
         assert all(isinstance(r, UpstreamUnavailable) for r in results)
@@ -335,11 +353,11 @@ async def test_cancelling_the_first_caller_does_not_cancel_its_duplicates() -> N
 
     async with mock_session(handler) as s, s.scope() as sc:  # type: ignore[arg-type]
         owner = asyncio.create_task(sc.get(RECORD_URL))
-        await asyncio.sleep(0.01)
+        await _until(lambda: len(calls) >= 1)
         follower = asyncio.create_task(sc.get(RECORD_URL))
-        await asyncio.sleep(0.01)
+        await _rounds()
         owner.cancel()
-        await asyncio.sleep(0.01)
+        await _rounds()
         release.set()
         response = await asyncio.wait_for(follower, 5)
         with pytest.raises(asyncio.CancelledError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -74,21 +75,33 @@ def one_line_error(err: str, code_text: str) -> None:
 
 
 def ctrl_c_on_call(
-    original: Callable[..., Awaitable[Any]], at: int, *, settle: float = 0.0
+    original: Callable[..., Awaitable[Any]], at: int, *, settle: bool = False
 ) -> tuple[Callable[..., Awaitable[Any]], list[tuple[Any, ...]]]:
     """Wrap ``original`` so that its ``at``-th call presses Ctrl-C and never returns.
 
-    Returns the wrapper and the list of the calls' arguments. ``settle`` seconds
-    pass first, so that work already running can finish before the interrupt.
+    Returns the wrapper and the list of the calls' arguments. With ``settle``,
+    the interrupt waits until an earlier call has returned, so that at least one
+    row has finished: an event, not a pause on the wall clock, so a loaded
+    machine cannot change what the test sees.
     """
     calls: list[tuple[Any, ...]] = []
+    earlier_done: asyncio.Event | None = None
 
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal earlier_done
         calls.append(args)
+        if earlier_done is None:
+            earlier_done = asyncio.Event()  # made in the running loop
         if len(calls) == at:
-            await asyncio.sleep(settle)
+            if settle and at > 1:
+                # Generous: only reached if no earlier call can end.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(earlier_done.wait(), 30)
             _thread.interrupt_main()
             await asyncio.sleep(60)
-        return await original(*args, **kwargs)
+        try:
+            return await original(*args, **kwargs)
+        finally:
+            earlier_done.set()
 
     return wrapper, calls

@@ -154,7 +154,7 @@ def test_interrupt_writes_the_finished_rows(
     from litfetch_df.frame.steps import licences as licence_step
 
     # The third article's licence presses Ctrl-C and never ends; the others finish.
-    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=0.2)
+    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=True)
     monkeypatch.setattr(licence_step, "licence_work", interrupting)
     out = tmp_path / "partial.csv"
     code = run(

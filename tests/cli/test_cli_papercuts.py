@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -18,7 +19,7 @@ import pytest
 import litfetch_df as lf
 from litfetch_df import cli, demo
 from litfetch_df.frame import progress
-from tests.cli.support import EXPORT, one_line_error, run
+from tests.cli.support import EXPORT, one_line_error, routed, run
 from tests.fake_upstream import FakeUpstream
 
 
@@ -114,3 +115,35 @@ def test_the_demo_csv_reads_back_with_ids_as_text(
     assert back["pmid"].dropna().str.fullmatch(r"[0-9]+").all()
     assert all("." not in row["PMID"] and "." not in row["pmid"] for row in raw)
     assert isinstance(back["pmid"].dtype, pd.StringDtype)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_allow_private_network_reaches_the_session_only_when_given(
+    flag: bool, world: FakeUpstream, export: Path, tmp_path: Path
+) -> None:
+    seen: list[dict[str, object]] = []
+    routed_factory = routed(world)
+
+    def recording(**settings: Any) -> lf.Session:
+        seen.append(settings)
+        return routed_factory(**settings)
+
+    argv = ["run", str(export), "-o", str(tmp_path / "o.csv"), "--steps", "resolve", "-q"]
+    argv += ["--contact", "me@lab.example"]
+    code = cli.main(
+        [*argv, *(["--allow-private-network"] if flag else [])], session_factory=recording
+    )
+    assert code == 0 and len(seen) == 1
+    assert seen[0].get("allow_private_network") is (True if flag else None)
+
+
+def test_the_default_session_honours_allow_private_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LITFETCH_DF_ALLOW_PRIVATE_NETWORK", raising=False)
+
+    def build(**more: bool) -> lf.Session:
+        return cli._default_session(
+            contact=None, cache=None, cache_ttl=None, offline=False, refresh=False, **more
+        )
+
+    assert build().bounds.allow_private_network is False
+    assert build(allow_private_network=True).bounds.allow_private_network is True

@@ -412,7 +412,7 @@ def test_an_interrupt_in_a_subset_of_steps_counts_the_unfinished_rows(
 
     # The third licence call presses Ctrl-C and never ends. (The first row waits for the
     # bulk OpenAlex lookup and gives its slot to the second, which finishes at once.)
-    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=0.2)
+    interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=True)
     monkeypatch.setattr(licence_step, "licence_work", interrupting)
     out = tmp_path / "out.csv"
     argv = ["run", str(export), "-o", str(out), "--steps", "licences", "--no-progress", "-q"]
