@@ -77,6 +77,10 @@ BURST_SECONDS = 1.0
 ``w`` seconds in which ``n`` requests were admitted then proves a rate of at least
 ``n / (w + BURST_SECONDS)``: a throttle never cuts below that."""
 
+PROBE_EVERY = 100
+"""Clean answers since the last throttle before a probe: a failed probe costs about one
+429, so at most one per this many keeps a host's throttles near 1 % of its requests."""
+
 SRTT_GAIN = 0.125
 """Weight of each new round trip in the smoothed one (RFC 6298's 1/8)."""
 
@@ -262,13 +266,16 @@ class HostLimiter:
         self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
         self._epoch = 0
-        self._quiet = 0.0  # seconds after a throttle before a probe (see PROBE_SHARE)
+        self._quiet = 0.0  # what a failed probe would cost: the last throttle's hold (s)
         self._calm_since = -math.inf  # the last throttle or probe
+        self._calm_answers = PROBE_EVERY  # clean answers since then
         self._streak = 0  # throttle episodes in a row, for the back-off
-        # Windows whose clean sends prove a rate (see BURST_SECONDS): since the first send
-        # and since the last hold ended; (start, clean sends in it, the last of them).
-        self._first: _Window = (math.inf, 0, -math.inf)
-        self._since_hold: _Window = (math.inf, 0, -math.inf)
+        # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
+        # in it, the last of them): since the last hold ended, and the one before that hold
+        # (sent until `_held_at`). A window never spans a hold: its idle time proves nothing.
+        self._window: _Window = (math.inf, 0, -math.inf)
+        self._before: _Window = (math.inf, 0, -math.inf)
+        self._held_at = -math.inf
         self._last_grant = -math.inf
         self._last_end = -math.inf
         self._paused_until = -math.inf
@@ -295,9 +302,13 @@ class HostLimiter:
     def cap(self) -> int:
         """In-flight places now (``0``: unbounded): Little's law within the ceilings."""
         hard = _min_cap(_min_cap(self.plan.max_in_flight, self._announced_cap), self._learned_cap)
+        return _min_cap(hard, self._little())
+
+    def _little(self) -> int:
+        """Places the pace needs at the smoothed round trip (``0``: not known yet)."""
         if self._srtt <= 0 or not math.isfinite(self.rate):
-            return hard
-        return _min_cap(hard, math.ceil(HEADROOM * self.rate * self._srtt) + 1)
+            return 0
+        return math.ceil(HEADROOM * self.rate * self._srtt) + 1
 
     # -- granting --------------------------------------------------------------------------
 
@@ -320,10 +331,8 @@ class HostLimiter:
         self._sending += 1
         self.requests += 1
         self._last_grant = slot
-        if math.isinf(self._first[0]):
-            self._first = (slot, 0, slot)
-        if math.isinf(self._since_hold[0]):
-            self._since_hold = (slot, 0, slot)
+        if math.isinf(self._window[0]):
+            self._window = (slot, 0, slot)
         if self._window_end > slot:
             self._window_left -= 1
         return Ticket(
@@ -485,7 +494,9 @@ class HostLimiter:
         if until > self._paused_until:
             self._paused_until = until
             # The bucket refills during a hold: what is sent after it proves a rate anew.
-            self._since_hold = (math.inf, 0, -math.inf)
+            if self._window[1] > 1:
+                self._before, self._held_at = self._window, self._clock.now()
+            self._window = (math.inf, 0, -math.inf)
         return None
 
     def park_if_asked(self, status: int, headers: Mapping[str, str]) -> str | None:
@@ -555,18 +566,23 @@ class HostLimiter:
         return max(rates) if rates else math.inf
 
     def _windows(self) -> list[_Window]:
-        return [w for w in (self._first, self._since_hold) if w[1]] or [(0.0, 0, 0.0)]
+        # The window since the last hold, once it holds evidence; until then the one before.
+        for window in (self._window, self._before):
+            if window[1] > 1:
+                return [window]
+        return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
 
     def _cut(self, ticket: Ticket) -> None:
         self._epoch += 1
         self._calm_since = self._clock.now()
+        self._calm_answers = 0
         self._slow_start = False
         if ticket.in_flight > max(1, self._most_clean):
-            # More at the host than any clean answer was sent with: a concurrency limit is
-            # the likelier reading. Cap in flight where answers were clean; the pace stays.
+            # More at the host than any clean answer was sent with: a concurrency limit may
+            # be what was met, as may the pace. Both go back to what held (a probe raises
+            # whichever binds again).
             self._learned_cap = max(1, self._most_clean)
             self._wake()
-            return
         drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
@@ -585,9 +601,11 @@ class HostLimiter:
 
     def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
+        self._calm_answers += 1
         now = self._clock.now()
-        self._first = _counted(self._first, ticket.sent)
-        self._since_hold = _counted(self._since_hold, ticket.sent)
+        self._window = _counted(self._window, ticket.sent)
+        if ticket.sent < self._held_at:
+            self._before = _counted(self._before, ticket.sent)
         if math.isfinite(ticket.sent):
             rtt = max(0.0, now - ticket.sent)
             self._srtt = rtt if self._srtt <= 0 else self._srtt + SRTT_GAIN * (rtt - self._srtt)
@@ -607,10 +625,14 @@ class HostLimiter:
             target = min(
                 ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
             )
-            if (target / self.rate - 1) * (now - self._calm_since) >= self._quiet:
+            calm = now - self._calm_since
+            if self._calm_answers >= PROBE_EVERY and (target / self.rate - 1) * calm >= self._quiet:
                 self._settled = self.rate
+                if self._learned_cap and self._learned_cap < self._little():
+                    self._learned_cap += 1  # the cap binds: probe a place more too
                 self._advance(target)
                 self._calm_since = now
+                self._calm_answers = 0
 
     def _advance(self, rate: float) -> None:
         if rate > self.rate:

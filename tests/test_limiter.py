@@ -213,7 +213,7 @@ async def test_a_limit_allowing_no_burst_met_early_in_a_ramp_keeps_most_of_its_p
     found = episodes([t for _, t, status in upstream.sent if status == 429])
     assert len(found) <= 3 and all(len(e) <= 2 for e in found), found
     assert 0.65 * limit <= state.rate <= limit, state
-    assert wall <= 1.8 * n / limit, wall
+    assert wall <= 2.0 * n / limit, wall  # three 15 s holds on a 98 s bound
 
 
 async def test_a_pace_that_held_before_its_throttle_is_kept_close_to_the_limit() -> None:
@@ -689,7 +689,7 @@ async def test_a_later_session_starts_from_what_an_earlier_one_learned() -> None
     assert after.requests == 300 + upstream.throttled(SPRINGER)  # each 429 retried once
     # ...so the second session draws fewer throttles than the first (at most a probe's).
     assert upstream.throttled(SPRINGER) < throttled_first
-    assert upstream.throttled(SPRINGER) <= 1
+    assert upstream.throttled(SPRINGER) <= 2  # a probe's
 
 
 def test_lessons_never_lift_a_limiter_above_its_own_plan() -> None:
