@@ -577,21 +577,22 @@ class HostLimiter:
         self._calm_since = self._clock.now()
         self._calm_answers = 0
         self._slow_start = False
+        proven = self._proven()
+        self._best = max(self._best, proven)
         if ticket.in_flight > max(1, self._most_clean):
-            # More at the host than any clean answer was sent with: a concurrency limit may
-            # be what was met, as may the pace. Both go back to what held (a probe raises
-            # whichever binds again).
+            # More at the host than any clean answer was sent with: a concurrency limit is
+            # the likelier reading. Cap in flight where answers were clean (a later probe
+            # adds a place back when the cap binds); the pace stays.
             self._learned_cap = max(1, self._most_clean)
             self._wake()
+            return
         drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
         back = min(CUT * drew, self._achieved())
-        proven = self._proven()
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
-        self._best = max(self._best, proven)
         floor = max(FLOOR_RATE, CUT * self._best)
         self.rate = self._settled = min(self._ceiling(), max(floor, proven, back))
 
