@@ -14,7 +14,7 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import httpx
 
@@ -26,6 +26,8 @@ __all__ = [
     "Rate",
     "RetryPolicy",
     "UpstreamUnavailable",
+    "can_post",
+    "offers",
     "redact_url",
 ]
 
@@ -249,6 +251,22 @@ class BulkHttp(Http, Protocol):
     ) -> httpx.Response:
         """Issue a paced, retried, cacheable POST of a JSON body (a read, not a write)."""
         ...
+
+
+def offers(obj: object, *methods: str) -> bool:
+    """Whether ``obj`` has every one of ``methods``, callable, as plain attribute lookup finds it.
+
+    Capability checks go through this rather than ``isinstance`` with a runtime
+    protocol: since Python 3.12 those look attributes up statically, so a
+    forwarding wrapper (one that offers what it wraps through ``__getattr__``)
+    would lose every capability of what it wraps.
+    """
+    return all(callable(getattr(obj, name, None)) for name in methods)
+
+
+def can_post(http: object) -> TypeGuard[BulkHttp]:
+    """Whether ``http`` is a :class:`BulkHttp` (it can also POST)."""
+    return offers(http, "get", "post")
 
 
 # Names whose values are secrets, in a query string or as a header.

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from ._http import UpstreamUnavailable
+from ._http import UpstreamUnavailable, offers
 
 __all__ = [
     "CachedResponse",
@@ -21,6 +21,8 @@ __all__ = [
     "Recalled",
     "RecordMemo",
     "ResponseStore",
+    "can_hold",
+    "keeps_records",
 ]
 
 
@@ -98,3 +100,13 @@ class RecordMemo(Protocol):
     def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
         """Store what the service said about ``key`` (``None``: no such id)."""
         ...
+
+
+def can_hold(http: object) -> TypeGuard[HeldAnswers]:
+    """Whether ``http`` can say what it holds without asking (:class:`HeldAnswers`)."""
+    return offers(http, "held")
+
+
+def keeps_records(memo: object) -> TypeGuard[RecordMemo]:
+    """Whether ``memo`` keeps a bulk lookup's answers per id (:class:`RecordMemo`)."""
+    return offers(memo, "recall_record", "keep_record")

@@ -35,13 +35,13 @@ import socket
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, TypeGuard, runtime_checkable
 
 import httpx
 
 from ._clock import Clock, SystemClock
 from ._decode import EncodingRefused, StreamDecoder
-from ._http import Http, Rate, UpstreamUnavailable, get_logger, is_secret_header
+from ._http import Http, Rate, UpstreamUnavailable, get_logger, is_secret_header, offers
 from ._netguard import PrivateNetworkRefused, guard_extensions, is_public_address
 from ._xml import declares_entities, narrow_xml, root_name
 
@@ -62,6 +62,7 @@ __all__ = [
     "Sink",
     "UnexpectedPayload",
     "UnsafePayload",
+    "can_download",
     "check_payload",
     "check_redirect",
     "is_public_host",
@@ -789,3 +790,8 @@ def _judge_head(declared: str, head: bytes, host: str, head_check: HeadCheck | N
             raise UnexpectedPayload(f"{problem} from {host}")
     if head_check is not None:
         head_check(head)
+
+
+def can_download(http: object) -> TypeGuard[Downloader]:
+    """Whether ``http`` can stream a GET's body to a file (:class:`Downloader`)."""
+    return offers(http, "get", "download_to")

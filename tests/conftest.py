@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,13 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 class NetworkRefused(RuntimeError):
     """A test tried to reach a host that is not this machine."""
+
+
+# A job started in the background (``cmd &``, nohup, some CI runners) inherits SIGINT as
+# ignored, and then ``_thread.interrupt_main()`` does nothing: the Ctrl-C tests would wait
+# out their hang instead of being interrupted. They test the library, not the launcher.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ import httpx
 
 from .._atomic import write_atomic
 from .._http import RETRYABLE_STATUSES, Http, Rate, get_logger
-from .._transfer import Downloaded, Downloader, NotServed
+from .._transfer import Downloaded, NotServed, can_download
 from ..files import PDF, Blob, File, FileKind, Saved
 from ..ids import ArticleIds
 from ..sources._common import failure_level, file_head_check
@@ -318,7 +318,7 @@ async def download_file_to(
         return None
     name_url = getattr(source, "download_url", None)
     try:
-        if callable(name_url) and isinstance(http, Downloader):
+        if callable(name_url) and can_download(http):
             url = name_url(file, credentials=credentials)
             if url is None:
                 return None

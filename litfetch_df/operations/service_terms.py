@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from .._http import Http
-from .._store import CachedResponse, HeldAnswers
+from .._store import CachedResponse, HeldAnswers, can_hold
 from ..ids import ArticleIds, parse_pmcid
 from ..metadata import SourceMetadata, normalise_oa_status
 from ..sources._common import GetRequest, parsed_or_none, usable_credential
@@ -184,9 +184,9 @@ async def service_terms(
     ``credentials`` must be those the lookups were primed with (the S2 and
     OpenAlex keys are part of the request).
     """
-    if not isinstance(http, HeldAnswers) or _complete(have):
-        return have
     contact = http.contact
+    if not can_hold(http) or _complete(have):
+        return have
     for name in SERVICE_ORDER:
         have = _fill(have, await _READERS[name](http, ids, credentials, contact))
         if _complete(have):

@@ -98,8 +98,9 @@ class Watched:
         return self._note(response, rate)
 
     def __getattr__(self, name: str) -> Any:
-        # Only what the wrapped object has: ``hasattr`` (and so a runtime protocol check
-        # such as ``isinstance(http, BulkHttp)``) answers as it would for ``http``.
+        # Only what the wrapped object has: ``hasattr`` (and so the capability checks,
+        # ``can_post``, ``can_hold``, ...) answers as it would for ``http``. Not a runtime
+        # protocol check: since Python 3.12 those never see ``__getattr__``.
         attr = getattr(self._http, name)
         if name != "post":
             return attr

@@ -43,7 +43,7 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 import httpx
 
 from .._http import BulkHttp
-from .._store import RecordMemo
+from .._store import RecordMemo, keeps_records
 from ..files import File
 from ..ids import ArticleIds
 from ._common import failure_level
@@ -301,7 +301,7 @@ async def bulk_stream(
     it holds one chunk's decoded answer at a time, not the whole table's.
     Indices without a key (not applicable) are never handed over.
     """
-    store = memo if records is not None and isinstance(memo, RecordMemo) else None
+    store = memo if records is not None and keeps_records(memo) else None
     asked: dict[str, tuple[str, list[int]]] = {}
     for key, (wire, where) in distinct_keys(keys).items():
         known, value = records.recall(store, key) if records is not None else (False, None)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
-from .._store import HeldAnswers
+from .._store import can_hold
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi
 from ..metadata import Related, RelationType, SourceMetadata, is_open_licence_url
@@ -96,10 +96,11 @@ async def held_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
     :class:`~litfetch_df._store.HeldAnswers`). ``None`` when ``http`` cannot say
     what it holds, the DOI is invalid, or nothing usable is held.
     """
-    if not isinstance(http, HeldAnswers):
+    contact = http.contact
+    if not can_hold(http):
         return None
     try:
-        request = crossref_work_request(doi, http.contact)
+        request = crossref_work_request(doi, contact)
     except ValueError:
         return None
     entry = await http.held(request.url, params=request.params, headers=request.headers)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from .._http import Http, Rate, get_logger
-from .._store import HeldAnswers
+from .._store import can_hold
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
@@ -293,7 +293,7 @@ async def held_work(http: Http, doi: str, *, api_key: str | None = None) -> Held
     bulk lookup (or the persistent cache holds). An ``http`` that holds
     nothing gives ``"not held"``.
     """
-    if not isinstance(http, HeldAnswers):
+    if not can_hold(http):
         return _NOT_HELD
     parsed = parsed_or_none(parse_doi, doi)
     if parsed is None:

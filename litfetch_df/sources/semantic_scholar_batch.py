@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from .._http import BulkHttp, Http, Rate, get_logger
+from .._http import BulkHttp, Http, Rate, can_post, get_logger
 from ..files import File
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi
 from ._common import usable_credential, usable_text
@@ -117,7 +117,7 @@ async def _post_chunk(
 async def _records(
     keys: Sequence[BulkKey | None], http: BulkHttp, api_key: str | None
 ) -> BulkResult[dict[str, Any]]:
-    if not isinstance(http, BulkHttp):
+    if not can_post(http):
         raise TypeError("a Semantic Scholar batch needs an Http that can post (a Session)")
     key = usable_text(api_key)
 
@@ -148,7 +148,7 @@ async def s2_batch_each(
     The same requests; nothing is kept once handed over (see
     :func:`~.bulk_recipe.bulk_stream`), so a caller holds one chunk's records at a time.
     """
-    if not isinstance(http, BulkHttp):
+    if not can_post(http):
         raise TypeError("a Semantic Scholar batch needs an Http that can post (a Session)")
     lookup, records = _recipe(http, usable_text(api_key))
     keys = [s2_batch_key(ids) for ids in batch]
@@ -224,7 +224,7 @@ class SemanticScholarBatchResolver:
         """Enrich ``batch`` from S2; see the class docstring."""
         out = list(batch)
         keys = [None if ids.has(RESOLVABLE) else s2_batch_key(ids) for ids in out]
-        if not isinstance(http, BulkHttp):
+        if not can_post(http):
             return await self._per_item(out, keys, http), set()
         records = await _records(keys, http, self._api_key)
         for index, record in enumerate(records.values):
