@@ -539,7 +539,10 @@ class HostLimiter:
             own = 0.0
             # One reaction per episode: a request sent before the last cut (or a retry)
             # tells nothing new about the pace; it only waits.
-            if not retry and ticket.epoch == self._epoch:
+            # A throttle soon after the last cut's hold (within twice it) is still part of
+            # that episode: the host has not recovered yet, and it only waits.
+            aftermath = self._clock.now() - self._calm_since < self._quiet / CUT
+            if not retry and ticket.epoch == self._epoch and not aftermath:
                 self._cut(ticket)
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
