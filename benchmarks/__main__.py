@@ -236,6 +236,42 @@ def _batch_optimal_lines(
     )
 
 
+PLAN_TOLERANCE = 0.15
+"""Issue 24: the plan's request count per host within this share of what the run sends."""
+
+
+def _plan_lines(report: ScenarioReport, record: Mapping[str, Any], fake: FakeUpstream) -> None:
+    """Add ``run()``'s plan per host beside what the fake received, and the kinds received.
+
+    A host is flagged ``OFF`` when the plan misses the requests received by more than
+    :data:`PLAN_TOLERANCE` (a host the plan left out counts as off).
+    """
+    from litfetch_df.limits import request_kind
+
+    planned: Mapping[str, int] = record.get("planned") or {}
+    received = World.requests_per_host(fake)
+    kinds: collections.Counter[str] = collections.Counter()
+    for req in fake.requests():
+        if req.host == "bench.control":
+            continue
+        params = {k: v[0] for k, v in req.query.items() if v}
+        kinds[f"{req.host} {request_kind(req.host, req.path, params)}"] += 1
+    cells, off = [], []
+    for host in sorted(set(planned) | set(received)):
+        plan, sent = int(planned.get(host, 0)), int(received.get(host, 0))
+        miss = abs(plan - sent) / sent if sent else (1.0 if plan else 0.0)
+        mark = ""
+        if miss > PLAN_TOLERANCE:
+            mark = " OFF"
+            off.append(host)
+        cells.append(f"{host} {plan}/{sent}{mark}")
+    report.extra["plan vs actual (planned/received)"] = ", ".join(cells)
+    report.extra["plan within 15% on"] = f"{len(cells) - len(off)} of {len(cells)} hosts" + (
+        f" (off: {', '.join(off)})" if off else ""
+    )
+    report.extra["received by kind"] = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+
+
 def _extras(args: argparse.Namespace) -> dict[str, Any]:
     """The fake's 2026 rules (``--limits 2026``, ``--quota``) and latency jitter."""
     extra: dict[str, Any] = {"jitter": args.jitter, "jitter_seed": args.seed}
@@ -399,6 +435,8 @@ def run_requests_scenario(
         out_dir = Path(tempfile.mkdtemp(prefix="litfetch-bench-out-"))
         extra["out_dir"] = str(out_dir)
     parallel = args.concurrency
+    if args.quota:
+        extra["quota"] = args.quota
     if name == "dask":
         extra["cache"] = str(cache_dir / f"dask-{workers}")  # cold: its own cache
         extra["workers"] = str(workers)
@@ -480,6 +518,8 @@ def run_requests_scenario(
         )
     if name not in WARM_SCENARIOS and name != "memory":
         _batch_optimal_lines(report, corpus, credentials=credentials, latency=args.latency)
+    if result.get("requests_record"):
+        _plan_lines(report, result["requests_record"], fake)
     if fake_world.faulted:
         report.extra["faults injected"] = _compact_counts(fake_world.fault_kinds)
     if "traceback" in result:

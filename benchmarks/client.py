@@ -36,6 +36,7 @@ __all__ = [
     "CREDENTIALS",
     "PIPELINE_STEPS",
     "SCENARIO_STEPS",
+    "ledger_quotas",
     "light",
     "loopback_client",
     "main",
@@ -204,6 +205,27 @@ def _abandoned(frame: Any) -> dict[str, int]:
     return dict(counts.most_common())
 
 
+_QUOTA_ROWS: dict[str, tuple[str, str]] = {
+    "unpaywall": ("api.unpaywall.org", "single"),
+    "elsevier": ("api.elsevier.com", "fulltext"),
+    "openalex-keyed-list": ("api.openalex.org", "list"),
+    "openalex-keyless-list": ("api.openalex.org", "list"),
+}
+"""The ledger row (host, kind) of each ``--quota`` name the fake knows (Springer's day is
+shared by its kinds, which the ledger does not model, so it is left out)."""
+
+
+def ledger_quotas(text: str) -> dict[tuple[str, str], int]:
+    """``--quota`` (``unpaywall=50,...``) as the session's quota overrides."""
+    out: dict[tuple[str, str], int] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        row = _QUOTA_ROWS.get(name.strip().lower())
+        if row is not None and value.strip():
+            out[row] = int(value)
+    return out
+
+
 def run_steps(args: argparse.Namespace) -> dict[str, Any]:
     """Run the scenario's steps over the corpus frame; return per-step walls and outcomes."""
     import litfetch_df
@@ -218,6 +240,8 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         contact=CONTACT,
         cache=args.cache or None,
         allow_private_network=True,  # the fake upstream listens on 127.0.0.1
+        # a user who knows their plan's quotas (the fake's scaled ones) tells the session
+        quotas=ledger_quotas(args.quota),
     )
     common: dict[str, Any] = {
         "session": session,
@@ -248,7 +272,10 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         _mark(args.port, f"end:{step}")
         phases.append({"step": step, "wall": wall, "outcomes": _outcomes(frame)})
+    # run()'s own record of its plan beside what it sent (attrs, issue 24 part 3)
+    record = frame.attrs.get("litfetch_df_requests")
     return {
+        "requests_record": record if isinstance(record, dict) else None,
         "phases": phases,
         "wall": time.perf_counter() - started,
         "outcomes": _outcomes(frame),
@@ -477,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rounds", type=int, default=6)
     parser.add_argument("--workers", type=int, default=1, help="dask: LocalCluster processes")
     parser.add_argument("--partitions", type=int, default=0, help="dask: 0 = 2 per worker")
+    parser.add_argument("--quota", default="", help="the fake's scaled-down quotas")
     parser.add_argument("--result", required=True)
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"scenario": args.scenario}

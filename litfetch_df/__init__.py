@@ -7,7 +7,7 @@ importing this package registers the ``.lit`` accessor on DataFrame and Series.
 
 from __future__ import annotations
 
-from . import frame, ids, resolvers, serde
+from . import frame, ids, resolvers, serde, text
 from ._clock import Clock, SystemClock
 from ._http import BulkHttp, Http, Rate, RetryPolicy, UpstreamUnavailable
 from ._limiter import HostLimit, HostParked, LimiterState
@@ -53,6 +53,7 @@ from .sources.pmc_oa import PmcOaFetcher
 from .sources.semantic_scholar import SemanticScholarFileSource, SemanticScholarResolver
 from .sources.springer import SpringerFetcher, SpringerFileSource
 from .sources.unpaywall import UnpaywallFileSource
+from .text import Document, TextLoss, read_text
 
 __all__ = [
     "ELSEVIER_XML",
@@ -68,6 +69,7 @@ __all__ = [
     "CacheInfo",
     "Clock",
     "CrossrefFileSource",
+    "Document",
     "ElsevierFetcher",
     "EuropePmcBatchResolver",
     "EuropePmcBookshelfFetcher",
@@ -103,6 +105,7 @@ __all__ = [
     "SpringerFetcher",
     "SpringerFileSource",
     "SystemClock",
+    "TextLoss",
     "UnpaywallFileSource",
     "UpstreamUnavailable",
     "__version__",
@@ -123,10 +126,12 @@ __all__ = [
     "read_parquet",
     "read_pubmed",
     "read_table",
+    "read_text",
     "related_ids",
     "reset_options",
     "resolve_access",
     "resolvers",
     "serde",
     "set_options",
+    "text",
 ]

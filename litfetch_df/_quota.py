@@ -111,6 +111,9 @@ class _Entry:
     used: int = 0
     remaining: int | None = None
     resets_at: float | None = None
+    # Calls sent and not yet answered (never saved): counted as spent, so requests that
+    # go out together cannot overdraw the budget between their check and their answer.
+    pending: int = 0
 
 
 class QuotaLedger:
@@ -186,6 +189,25 @@ class QuotaLedger:
         if left is not None and left <= 0:
             raise QuotaDeferred(self.reason(limit))
 
+    def reserve(self, host: str, path: str, params: Mapping[str, object] | None) -> None:
+        """:meth:`check`, then hold one call of the budget until :meth:`observe` or
+        :meth:`release` (raises :class:`QuotaDeferred` when none is left)."""
+        limit = self.metered(host, path, params)
+        if limit is None:
+            return
+        left = self.left(limit)
+        entry = self._entry(limit)
+        if left is not None and left - entry.pending <= 0:
+            raise QuotaDeferred(self.reason(limit))
+        entry.pending += 1
+
+    def release(self, host: str, path: str, params: Mapping[str, object] | None) -> None:
+        """Give back a call :meth:`reserve` held for a request that got no answer."""
+        limit = self.metered(host, path, params)
+        if limit is not None:
+            entry = self._entry(limit)
+            entry.pending = max(0, entry.pending - 1)
+
     def reason_for(self, host: str, path: str, params: Mapping[str, object] | None) -> str:
         """The deferral reason of this request's metered budget."""
         limit = self.metered(host, path, params)
@@ -221,6 +243,7 @@ class QuotaLedger:
             return False
         entry = self._entry(limit)
         entry.used += 1
+        entry.pending = max(0, entry.pending - 1)
         self._dirty = True
         now = float(self._now())  # type: ignore[operator]
         lowered = {k.lower(): v for k, v in headers.items()}

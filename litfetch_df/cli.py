@@ -5,6 +5,10 @@ Subcommands:
 * ``run INPUT -o OUTPUT``: read a table of articles (CSV, TSV, Parquet or a
   PubMed export), run the chosen steps (resolve, bodies, files, licences,
   related) and write the result as CSV, TSV or Parquet;
+* ``text INPUT -o OUTPUT.parquet``: every row's body read as text, a text
+  corpus in Parquet (:mod:`litfetch_df.cli_text`);
+* ``plan INPUT``: what ``run`` with the same arguments would ask, per host
+  (requests, time, share of today's quota, rows deferred); no request is sent;
 * ``demo``: the offline demo on bundled real articles (:mod:`litfetch_df.demo`);
 * ``cache info DIR`` / ``cache clear DIR``: inspect or empty a response cache.
 
@@ -27,6 +31,10 @@ Exit codes (also in ``litfetch-df --help``):
       marked ``abandoned: interrupted``
 141   stdout was closed early (e.g. piped into ``head``)
 ====  =====================================================================
+
+(About 1,000 lines: the argument parsers and the ``run`` / ``plan`` checks they share
+sit together until the layout issue splits the subcommands into a package; ``text``'s
+body is already in :mod:`litfetch_df.cli_text`.)
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import logging
@@ -55,9 +64,11 @@ from ._netguard import ALLOW_PRIVATE_NETWORK_ENV
 from ._results import OUTPUT_FORMATS, flatten_result, output_format, summary_text, write_result
 from ._version import __version__
 from .cache import FILE_NAME, ResponseCache
+from .cli_text import add_text_parser, long_path, needs_fetch, text_outputs
 from .frame.accessor import LitFrameAccessor
 from .frame.bridge import Interrupted, run_sync
 from .frame.columns import CANONICAL, detect_id_columns
+from .frame.cost import format_plan, plan_costs
 from .frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 from .frame.pipeline import files_long, is_abandoned
 from .frame.readers import read_table
@@ -342,6 +353,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="text encoding of INPUT (default: utf-8, BOM or not), e.g. latin-1, cp1252",
     )
 
+    add_text_parser(commands, [verbose])
+
+    # plan takes run's arguments (so a run command line can be priced by changing one word);
+    # OUTPUT is optional there: where the plan table goes as CSV.
+    plan = commands.add_parser(
+        "plan",
+        parents=[verbose],
+        help="show what run would ask of each host, sending nothing",
+        description="Print, per host and kind of request, what `run` with the same "
+        "arguments would ask: requests, estimated time, share of today's quota and rows "
+        "that would be deferred. No request is sent.",
+    )
+    # Copies of run's own actions (argparse has no public way to share them): a shared
+    # action made optional here would be optional for run too.
+    for action in run._actions:
+        if action.dest in ("help", "verbose"):
+            continue
+        clone = copy.copy(action)
+        if clone.dest == "output":
+            clone.required = False
+            clone.help = "also write the plan table to OUTPUT as CSV"
+        plan._add_action(clone)
+
     demo = commands.add_parser(
         "demo",
         parents=[verbose],
@@ -579,6 +613,67 @@ def _credentials(environ: Mapping[str, str]) -> dict[str, object]:
     return {key: (environ.get(var, "").strip() or None) for var, key in ENV_CREDENTIALS.items()}
 
 
+def _id_columns(frame: pd.DataFrame, args: argparse.Namespace, input_path: Path) -> dict[str, Any]:
+    """The columns named with ``--<kind>-col``, checked with the frame's (exit 5 if none)."""
+    explicit = {
+        kind: getattr(args, f"{kind}_col")
+        for kind in CANONICAL
+        if getattr(args, f"{kind}_col") is not None
+    }
+    try:
+        detect_id_columns(frame.columns, explicit)
+    except KeyError as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        raise CliError(EXIT_COLUMNS, f"{input_path}: {_one_line(str(message))}") from None
+    except ValueError as exc:
+        hint = "name one with --doi-col / --pmid-col / --pmcid-col / --bookid-col"
+        text = _one_line(str(exc)).split(" Or name one:")[0]
+        raise CliError(EXIT_COLUMNS, f"{input_path}: {text} ({hint})") from None
+    return explicit
+
+
+def _command_text(
+    args: argparse.Namespace, session_factory: SessionFactory, out: IO[str], err: IO[str]
+) -> int:
+    """``text``: the body work is :func:`litfetch_df.cli_text.text_outputs`; checks are here."""
+    input_path, output = Path(args.input).expanduser(), Path(args.output).expanduser()
+    if _format_of(output) != "parquet":
+        raise CliError(EXIT_USAGE, f"text writes Parquet: OUTPUT must end in .parquet ({output})")
+    frame = _read_input(input_path, args.encoding)
+    fetch: dict[str, Any] = {"progress": False if args.no_progress or args.quiet else None}
+    if needs_fetch(frame):
+        fetch.update(_id_columns(frame, args, input_path))
+        cache = args.cache or os.environ.get(CACHE_ENV, "").strip() or None
+        if args.offline and cache is None:
+            raise CliError(EXIT_USAGE, f"--offline replays a cache: give --cache DIR ({CACHE_ENV})")
+        contact = (args.contact or os.environ.get(CONTACT_ENV, "")).strip() or None
+        try:
+            fetch["session"] = session_factory(
+                contact=contact,
+                cache=Path(cache).expanduser() if cache else None,
+                cache_ttl=None,
+                offline=args.offline,
+                refresh=False,
+            )
+        except (ValueError, OSError) as exc:
+            raise CliError(EXIT_CACHE, f"cannot use cache {cache}: {_one_line(str(exc))}") from None
+        fetch["credentials"] = _credentials(os.environ)
+        if args.bodies_dir:
+            _check_writable_dir(Path(args.bodies_dir).expanduser(), "--bodies-dir")
+            fetch["out_dir"] = Path(args.bodies_dir).expanduser()
+    _check_output(output)
+    for part in args.long:
+        _check_output(long_path(output, part))
+    with _library_warnings(err, skip_contact=False):
+        wide, written = text_outputs(frame, output, parts=args.long, math=args.math, fetch=fetch)
+    if not args.quiet:
+        read = int(wide["text_format"].notna().sum())
+        failed = int(wide["text_error"].notna().sum())
+        print(f"{PROG}: wrote {', '.join(map(str, written))}", file=err)
+        out.write(f"{len(wide)} rows: {read} read as text, {failed} with text_error\n")
+    return EXIT_OK
+
+
 def _default_session(
     *,
     contact: str | None,
@@ -596,6 +691,43 @@ def _default_session(
         refresh=refresh,
         allow_private_network=allow_private_network,
     )
+
+
+def _command_plan(args: argparse.Namespace, session_factory: SessionFactory, out: IO[str]) -> int:
+    """``plan``: the per-host table of what ``run`` would ask; the session is never opened."""
+    environ = os.environ
+    input_path = Path(args.input).expanduser()
+    frame = _read_input(input_path, args.encoding)
+    explicit = _id_columns(frame, args, input_path)
+    cache = args.cache or environ.get(CACHE_ENV, "").strip() or None
+    contact = (args.contact or environ.get(CONTACT_ENV, "")).strip() or None
+    try:
+        # Only for its quota ledger (kept beside the cache): what today's runs have spent.
+        session = session_factory(
+            contact=contact,
+            cache=Path(cache).expanduser() if cache else None,
+            cache_ttl=None,
+            offline=False,  # never opened: nothing is sent either way
+            refresh=False,
+        )
+    except (ValueError, OSError) as exc:
+        raise CliError(EXIT_CACHE, f"cannot use cache {cache}: {_one_line(str(exc))}") from None
+    plan = plan_costs(
+        frame,
+        args.steps,
+        credentials=_credentials(environ),
+        contact=contact is not None,
+        ledger=session.quota,
+        id_columns=explicit,
+    )
+    out.write(format_plan(plan) + "\n")
+    if args.output:
+        target = Path(args.output).expanduser()
+        try:
+            plan.to_csv(target, index=False)
+        except OSError as exc:
+            raise CliError(EXIT_OUTPUT, f"cannot write {target}: {_os_reason(exc)}") from None
+    return EXIT_OK
 
 
 def _command_run(
@@ -627,20 +759,7 @@ def _command_run(
         raise CliError(EXIT_USAGE, "--bodies-dir needs the bodies step (--steps ...,bodies)")
 
     frame = _read_input(input_path, args.encoding)
-    explicit = {
-        kind: getattr(args, f"{kind}_col")
-        for kind in CANONICAL
-        if getattr(args, f"{kind}_col") is not None
-    }
-    try:
-        detect_id_columns(frame.columns, explicit)
-    except KeyError as exc:
-        message = exc.args[0] if exc.args else str(exc)
-        raise CliError(EXIT_COLUMNS, f"{input_path}: {_one_line(str(message))}") from None
-    except ValueError as exc:
-        hint = "name one with --doi-col / --pmid-col / --pmcid-col / --bookid-col"
-        text = _one_line(str(exc)).split(" Or name one:")[0]
-        raise CliError(EXIT_COLUMNS, f"{input_path}: {text} ({hint})") from None
+    explicit = _id_columns(frame, args, input_path)
 
     _check_output(output)
     bodies_dir = Path(args.bodies_dir).expanduser() if args.bodies_dir else None
@@ -859,8 +978,12 @@ def main(
         try:
             if args.command == "run":
                 return _command_run(args, factory, out, err)
+            if args.command == "plan":
+                return _command_plan(args, factory, out)
             if args.command == "demo":
                 return _command_demo(args, out, err)
+            if args.command == "text":
+                return _command_text(args, factory, out, err)
             return _command_cache(args, out)
         except CliError as exc:
             print(f"{PROG}: error: {exc.message}", file=err)

@@ -347,8 +347,8 @@ def test_the_environment_table_matches_the_code() -> None:
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_four_notebooks() -> None:
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01-", "02-", "03-", "04-"]
+def test_there_are_five_notebooks() -> None:
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01-", "02-", "03-", "04-", "05-"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -481,10 +481,14 @@ def test_only_the_services_a_step_uses_are_primed() -> None:
         bulk.Service.CROSSREF
     }
     assert bulk.for_fetchers([], {"elsevier_api_key": "k"}) == frozenset()
-    # Meta tells the OpenAccess rung which articles are subscription content: both keys needed.
+    # OpenAccess is asked in OR pages: its own key is all it needs (issue 24).
     springer = {"springer_api_key": "oa", "springer_meta_api_key": "meta"}
     assert bulk.Service.SPRINGER_OPEN_ACCESS in bulk.for_fetchers(None, springer)
-    assert bulk.for_fetchers(None, {"springer_api_key": "oa"}) == {full_text}
+    assert bulk.for_fetchers(None, {"springer_api_key": "oa"}) == {
+        full_text,
+        bulk.Service.SPRINGER_OPEN_ACCESS,
+    }
+    assert bulk.for_fetchers(None, {"springer_meta_api_key": "meta"}) == {full_text}
     assert bulk.for_related() == {bulk.Service.CROSSREF}
 
 

@@ -79,6 +79,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._oneshot": "operations",
     "litfetch_df.frame": "frame",
     "litfetch_df.cli": "faces",
+    "litfetch_df.cli_text": "faces",
     "litfetch_df.demo": "faces",
     "litfetch_df._results": "faces",
     "litfetch_df.dask": "faces",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pandas as pd
@@ -137,8 +137,10 @@ async def test_spent_budgets_detour_then_defer_and_a_rerun_after_the_reset_fills
     await _detour_then_defer(tmp_path)
 
 
-async def licences(df: pd.DataFrame, world: World, cache: Path, clock: VirtualClock) -> Any:
-    quotas = {(UNPAYWALL, "single"): 1}
+async def licences(
+    df: pd.DataFrame, world: World, cache: Path, clock: VirtualClock, calls: int = 1
+) -> Any:
+    quotas = {(UNPAYWALL, "single"): calls}
     async with mock_session(
         world, contact="me@lab.example", cache=cache, clock=clock, quotas=quotas
     ) as session:
@@ -176,9 +178,117 @@ async def _detour_then_defer(tmp_path: Path) -> None:
 
     # After the reset, the re-run fills exactly the deferred rows.
     world.budget_spent = False  # a new day: the list budget is back too
-    filled = await licences(same_day, world, cache, VirtualClock(start=100.0 + DAY))
+    # (A day of two calls: the calls sent together are held against it before they go,
+    # so a day of one would fill one of the two.)
+    filled = await licences(same_day, world, cache, VirtualClock(start=100.0 + DAY), calls=2)
     assert world.count(UNPAYWALL) == 3
     # (The rows' resolve_error from the first day stays until resolve() is run again.)
     assert not filled["licence_error"].map(lambda e: "api.unpaywall.org" in str(e)).any()
     assert list(filled["oa_status"][2:]) == ["green", "green", "green"]
     assert filled.loc[:1, "licence_basis"].tolist() == ["openalex", "openalex"]
+
+
+# -- resolution's detour -------------------------------------------------------------------------
+
+
+class IdsWorld:
+    """OpenAlex works with PMIDs: the list filter answers ``list_status`` (429 budget or 503)."""
+
+    PMIDS: ClassVar[dict[str, str]] = {"10.1000/known.1": "31000001", "10.1000/known.2": "31000002"}
+
+    def __init__(self, list_status: int) -> None:
+        self.list_status = list_status
+        self.asked: list[str] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.asked.append(path)
+        if path == "/works":
+            if self.list_status == 429:
+                return httpx.Response(
+                    429,
+                    json={"error": "Insufficient budget", "message": "daily budget spent"},
+                    headers={"x-ratelimit-remaining-usd": "0", "X-RateLimit-Reset": "3600"},
+                )
+            return httpx.Response(self.list_status, json={"error": "unavailable"})
+        doi = path.removeprefix("/works/doi:")
+        if doi in self.PMIDS:
+            work = _work(doi)
+            work["ids"]["pmid"] = f"https://pubmed.ncbi.nlm.nih.gov/{self.PMIDS[doi]}"
+            return httpx.Response(200, json=work)
+        return httpx.Response(404, json={"error": "not found"})
+
+
+async def _resolve(world: IdsWorld) -> pd.DataFrame:
+    from litfetch_df.operations.resolution import OpenAlexResolver
+
+    df = pd.DataFrame({"doi": [*KNOWN, UNKNOWN[0]]})
+    clock = VirtualClock()
+    async with mock_session(world, contact="me@lab.example", clock=clock) as session:
+        return await clock.run(
+            df.lit.resolve_async(session=session, progress=False, resolver=OpenAlexResolver())
+        )
+
+
+async def test_a_spent_list_budget_resolves_by_the_free_singletons() -> None:
+    world = IdsWorld(429)
+    out = await _resolve(world)
+    # One list call finds the budget spent; then one singleton per DOI, free of it.
+    assert world.asked.count("/works") == 1
+    assert sorted(p for p in world.asked if p != "/works") == sorted(
+        f"/works/doi:{d}" for d in [*KNOWN, UNKNOWN[0]]
+    )
+    assert out["pmid"].tolist()[:2] == ["31000001", "31000002"]
+    # Nothing was lost: OpenAlex answered every DOI (the third it does not know).
+    assert out["resolve_error"].isna().all()
+
+
+async def test_a_list_call_not_answered_for_another_reason_sends_no_singletons() -> None:
+    world = IdsWorld(503)
+    out = await _resolve(world)
+    assert all(p == "/works" for p in world.asked)
+    assert out["resolve_error"].map(is_abandoned).all()
+
+
+def test_calls_sent_together_are_held_against_the_budget_before_their_answers() -> None:
+    ledger = QuotaLedger(None, now=lambda: EPOCH, quotas={(UNPAYWALL, "single"): 2})
+    ledger.reserve(UNPAYWALL, "/v2/10.1/a", {})
+    ledger.reserve(UNPAYWALL, "/v2/10.1/b", {})
+    with pytest.raises(QuotaDeferred):
+        ledger.reserve(UNPAYWALL, "/v2/10.1/c", {})  # two in flight: none left to send
+    ledger.release(UNPAYWALL, "/v2/10.1/b", {})  # one got no answer: its call comes back
+    ledger.observe(UNPAYWALL, "/v2/10.1/a", {}, 200, {})
+    ledger.reserve(UNPAYWALL, "/v2/10.1/c", {})
+    with pytest.raises(QuotaDeferred):
+        ledger.reserve(UNPAYWALL, "/v2/10.1/d", {})
+
+
+async def test_a_request_cancelled_in_flight_gives_its_held_call_back() -> None:
+    import asyncio
+
+    started = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/a"):
+            started.set()
+            await answer.wait()  # never set: this one is cancelled in flight
+        return httpx.Response(200, json={"doi": "10.1/b"}, request=request)
+
+    session = mock_session(
+        handler,  # type: ignore[arg-type]
+        contact="me@lab.example",
+        quotas={(UNPAYWALL, "single"): 1},
+    )
+    async with session:
+        stuck = asyncio.create_task(session.get(f"https://{UNPAYWALL}/v2/10.1/a"))
+        await started.wait()
+        with pytest.raises(QuotaDeferred):  # the one call is held by the request in flight
+            await session.get(f"https://{UNPAYWALL}/v2/10.1/b")
+        stuck.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stuck
+        # Cancelled without an answer: the day's one call is back, and this one may use it.
+        assert (await session.get(f"https://{UNPAYWALL}/v2/10.1/b")).status_code == 200
+        with pytest.raises(QuotaDeferred):
+            await session.get(f"https://{UNPAYWALL}/v2/10.1/c")

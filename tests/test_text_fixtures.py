@@ -169,3 +169,62 @@ def test_docling_word_recall_titles_references(stem: str) -> None:
     # eLife's sub-articles are not in docling's text, and the reader counts them as lost.
     if "<sub-article" in (FIXTURES / f"{stem}.nxml").read_text(encoding="utf-8"):
         assert any(loss.element == "sub-article" for loss in doc.text_loss)
+
+
+ALL_XML = sorted([f"{s}.nxml" for s in CRAFT + DOCLING] + [f"{s}.elsevier.xml" for s in ELSEVIER])
+_LOST_SUBTREES = ("sub-article", "response")
+
+
+def xml_captions(name: str) -> list[str]:
+    """Each caption's words as the XML has them, counted here without the reader.
+
+    A caption inside a sub-article is not counted (the reader counts the sub-article as
+    lost); a caption nested in another caption is its own, so its words are taken out of
+    the outer one.
+    """
+    root = etree.parse(
+        str(FIXTURES / name), etree.XMLParser(load_dtd=False, no_network=True)
+    ).getroot()
+    out = []
+    for el in root.iter("{*}caption"):
+        if any(etree.QName(a).localname in _LOST_SUBTREES for a in el.iterancestors()):
+            continue
+        nested = [c for c in el.iter("{*}caption") if c is not el]
+        text = " ".join(el.itertext())
+        for inner in nested:
+            # The whole float the inner caption belongs to (label, caption, media) is its own.
+            float_el = inner.getparent()
+            text = (
+                text.replace(" ".join(float_el.itertext()), " ", 1)
+                if float_el is not None
+                else text
+            )
+        out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("name", ALL_XML)
+def test_every_caption_present(name: str) -> None:
+    doc = _read(name)
+    want = xml_captions(name)
+    got = [c for c in doc.captions if c.caption]
+    assert len(got) == len(want)
+    # Every caption's words are in the reader's caption (and label) texts, none lost.
+    truth = words(" ".join(want))
+    found = words(" ".join(f"{c.label} {c.caption}" for c in doc.captions))
+    assert recall(truth, found) == 1.0
+
+
+@pytest.mark.parametrize("name", ALL_XML)
+def test_text_loss_says_what_the_output_lacks(name: str) -> None:
+    doc = _read(name)
+    xml = (FIXTURES / name).read_text(encoding="utf-8")
+    lost = {x.element for x in doc.text_loss}
+    if "<sub-article" in xml:
+        # eLife's decision letter and author response are not rendered: said so.
+        assert lost == {"sub-article"}
+    elif "<disp-formula" in xml and "<mml:math" not in xml and "<tex-math" not in xml:
+        assert lost == {"formula-image"}
+    else:
+        # Everything else in these articles is rendered, so nothing is reported lost.
+        assert not lost

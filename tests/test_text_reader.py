@@ -235,3 +235,100 @@ def test_text_package_imports_no_pandas() -> None:
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert not {n for n in names if n.split(".")[0] in ("pandas", "httpx")}, path
+
+
+def test_footnote_marker_is_not_glued_to_its_word() -> None:
+    doc = _doc(
+        "<sec><title>T</title><p>in different scenarios<xref ref-type='table-fn' rid='fn1'>"
+        "<sup>a</sup></xref>. CO<sub>2</sub></p></sec>"
+    )
+    assert doc.paragraphs[0].text == "in different scenarios a . CO2"
+
+
+def test_every_float_captioned_wherever_it_sits() -> None:
+    body = (
+        "<sec><title>S</title>"
+        "<p>Text <fig id='f1'><label>Figure 1</label><caption><title>In a paragraph.</title>"
+        "<p>Source data <supplementary-material><label>Data 1</label><caption><title>Nested"
+        "</title></caption></supplementary-material></p></caption></fig> goes on.</p>"
+        "<fig-group><caption><title>Group</title></caption><fig><label>Figure 2</label>"
+        "<caption><p>Member</p></caption></fig></fig-group>"
+        "<table-wrap-group><caption><p>Tables</p></caption><table-wrap><label>Table 1</label>"
+        "<caption><p>One</p></caption><table><tr><td>x</td></tr></table></table-wrap>"
+        "</table-wrap-group>"
+        "<boxed-text><caption><title>Box title</title><p>Box caption</p></caption>"
+        "<p>Box prose</p></boxed-text></sec>"
+    )
+    raw = _JATS.format(body=body, abstract="", refs="").replace(
+        "</back>",
+        "</back><floats-group><fig><label>Figure 3</label><caption><p>Floating</p>"
+        "</caption></fig></floats-group>",
+    )
+    doc = read_text(raw.encode())
+    got = [(c.kind, c.label, c.caption) for c in doc.captions]
+    assert got == [
+        ("figure", "Figure 1", "In a paragraph. Source data"),
+        ("supplementary", "Data 1", "Nested"),
+        ("figure", "", "Group"),
+        ("figure", "Figure 2", "Member"),
+        ("table", "", "Tables"),
+        ("table", "Table 1", "One"),
+        ("box", "", "Box title Box caption"),
+        ("figure", "Figure 3", "Floating"),
+    ]
+    # The prose keeps its words, and no caption's words leak into it.
+    assert doc.paragraphs[0].text == "Text goes on."
+    assert "Box prose" in doc.body_text and "Box title" not in doc.body_text
+
+
+def test_an_untyped_subsection_takes_its_parents_type() -> None:
+    doc = _doc(
+        "<sec sec-type='methods'><title>Methods</title><sec><title>Mice</title><p>m</p></sec>"
+        "<sec><title>Statistical analysis</title><p>s</p></sec></sec>"
+        "<sec><title>Outlook</title><p>o</p></sec>"
+    )
+    assert [c.section_type for c in doc.sections[0].children] == ["methods", "methods"]
+    assert doc.sections[1].section_type == "other"
+    assert [p.section_type for p in doc.paragraphs] == ["methods", "methods", "other"]
+
+
+def test_a_sub_articles_floats_are_not_the_articles() -> None:
+    raw = _JATS.format(body="<p>x</p>", abstract="", refs="").replace(
+        "</article>",
+        "<sub-article><body><fig><caption><p>Reply figure</p></caption></fig></body>"
+        "</sub-article></article>",
+    )
+    doc = read_text(raw.encode())
+    assert doc.captions == () and [x.element for x in doc.text_loss] == ["sub-article"]
+
+
+_ELSEVIER = (
+    "<doc xmlns:ce='http://www.elsevier.com/xml/common/dtd'"
+    " xmlns:ja='http://www.elsevier.com/xml/ja/dtd'><ja:article><ja:head>"
+    "<ce:title>T</ce:title></ja:head><ja:body><ce:sections><ce:section>"
+    "<ce:section-title>Introduction</ce:section-title>{body}</ce:section></ce:sections>"
+    "</ja:body>{floats}</ja:article></doc>"
+)
+
+
+def test_an_elsevier_box_in_a_paragraph_is_rendered_after_it_and_a_floating_one_counted() -> None:
+    box = (
+        "<ce:textbox id='b1'><ce:textbox-body><ce:sections><ce:para>Boxed words "
+        "<ce:figure id='f1'><ce:label>Fig. 1</ce:label><ce:caption><ce:simple-para>"
+        "In the box</ce:simple-para></ce:caption></ce:figure>here.</ce:para></ce:sections>"
+        "</ce:textbox-body></ce:textbox>"
+    )
+    floating = (
+        "<ce:floats><ce:textbox id='b2'><ce:textbox-body><ce:sections><ce:para>Afloat"
+        "</ce:para></ce:sections></ce:textbox-body></ce:textbox></ce:floats>"
+    )
+    body = f"<ce:para>Before {box}after.</ce:para><ce:para>Next.</ce:para>"
+    doc = read_text(_ELSEVIER.format(body=body, floats=floating).encode())
+    assert doc.text_format == "elsevier" and not doc.text_error
+    # The box is its own paragraph right after the one it sits in, not glued into it.
+    assert [p.text for p in doc.paragraphs] == ["Before after.", "Boxed words here.", "Next."]
+    assert all(p.section_path == ("Introduction",) for p in doc.paragraphs)
+    assert [(c.kind, c.label, c.caption) for c in doc.captions] == [
+        ("figure", "Fig. 1", "In the box")
+    ]
+    assert {(x.element, x.count, x.chars) for x in doc.text_loss} == {("textbox", 1, 6)}

@@ -137,6 +137,20 @@ class DaskLitFrameAccessor:
         """Lazy ``df.lit.fetch_files``: each file once, into ``out_dir`` (seen by every worker)."""
         return self._apply("fetch_files", (os.fspath(out_dir),), kwargs)
 
+    def text(
+        self, *, math: str = "tex", out_dir: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> dd.DataFrame:
+        """Lazy ``df.lit.text``: the text columns; bodies fetched first when there are none."""
+        from .text import text_frame
+
+        return text_frame(self._frame, math=math, out_dir=out_dir, fetch=kwargs)
+
+    def text_long(self, part: str, *, math: str = "tex", **kwargs: Any) -> dd.DataFrame:
+        """Lazy ``df.lit.text_long``: one row per section, paragraph, reference, citation…"""
+        from .text import long_frames
+
+        return long_frames(self._frame, part, math=math, fetch=kwargs)
+
     def to_parquet(
         self, path: str | os.PathLike[str], *, compute: bool = True, **kwargs: Any
     ) -> Any:

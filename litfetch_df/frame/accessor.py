@@ -12,35 +12,23 @@ access.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Hashable, Iterable, Sequence
-from typing import Any, TypeVar, Unpack
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any, Unpack
 
 import pandas as pd
 
 from ..files import FileKind
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from . import onepass, pipeline
-from .bridge import run_sync
+from .bridge import run_call as _run
 from .columns import IdColumns, detect_id_columns
 from .cost import STEPS_PLANNED
 from .pipeline import CallOptions
 from .summary import summarise
+from .text_accessor import TextMethods
 from .view import view as _view
 
 __all__ = ["LitFrameAccessor"]
-
-T = TypeVar("T")
-
-
-def _run(factory: Callable[[], Coroutine[Any, Any, T]], config: CallOptions, name: str) -> T:
-    session = config.get("session")
-    if session is not None and session.is_open:
-        raise RuntimeError(
-            f"this Session is already open in another event loop; from async code call "
-            f"`await df.lit.{name}_async(session=...)`, or pass a Session that is not yet "
-            "entered (it is opened and closed around the call)"
-        )
-    return run_sync(factory, name=f"litfetch_df-{name}")
 
 
 def _kind(kind: FileKind | str | None) -> FileKind | None:
@@ -49,7 +37,7 @@ def _kind(kind: FileKind | str | None) -> FileKind | None:
     return FileKind(kind)
 
 
-class LitFrameAccessor:
+class LitFrameAccessor(TextMethods):
     """``df.lit``: identifiers, bodies, file-sets, licences and relations for every row."""
 
     def __init__(self, frame: pd.DataFrame) -> None:

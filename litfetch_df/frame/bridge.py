@@ -16,12 +16,12 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, TypeVar
 
 from .._http import get_logger
 
-__all__ = ["CANCEL_GRACE", "Interrupted", "offer_partial", "run_sync"]
+__all__ = ["CANCEL_GRACE", "Interrupted", "offer_partial", "run_call", "run_sync"]
 
 T = TypeVar("T")
 
@@ -174,3 +174,20 @@ def _interrupted_text(partial: Any) -> str:
         "sys.last_value.partial): unfinished rows are marked 'abandoned: interrupted', and "
         "calling the same method on it works only those"
     )
+
+
+def run_call(
+    factory: Callable[[], Coroutine[Any, Any, T]], config: Mapping[str, Any], name: str
+) -> T:
+    """Run an accessor method's coroutine from sync code (``df.lit.<name>()``); return its result.
+
+    Refuses a ``session`` already open in another event loop, with what to do instead.
+    """
+    session = config.get("session")
+    if session is not None and session.is_open:
+        raise RuntimeError(
+            f"this Session is already open in another event loop; from async code call "
+            f"`await df.lit.{name}_async(session=...)`, or pass a Session that is not yet "
+            "entered (it is opened and closed around the call)"
+        )
+    return run_sync(factory, name=f"litfetch_df-{name}")

@@ -131,8 +131,8 @@ def for_fetchers(
     (its misses are told in advance); Crossref when it holds an
     :class:`ElsevierFetcher` and ``credentials['elsevier_api_key']`` is usable
     (that rung looks up every DOI it reaches in Crossref); Springer
-    OpenAccess when it holds a :class:`SpringerFetcher` and both Springer keys
-    are usable (Meta tells which articles are subscription content).
+    OpenAccess when it holds a :class:`SpringerFetcher` and its key is usable
+    (OR pages of 20).
     """
     if fetchers is None:
         from ..operations.ladder import default_fetchers
@@ -144,10 +144,7 @@ def for_fetchers(
         services.add(Service.EUROPE_PMC_FULL_TEXT)
     if ElsevierFetcher in kinds and usable_credential(credentials, "elsevier_api_key") is not None:
         services.add(Service.CROSSREF)
-    if SpringerFetcher in kinds and all(
-        usable_credential(credentials, name) is not None
-        for name in ("springer_api_key", "springer_meta_api_key")
-    ):
+    if SpringerFetcher in kinds and usable_credential(credentials, "springer_api_key") is not None:
         services.add(Service.SPRINGER_OPEN_ACCESS)
     return frozenset(services)
 

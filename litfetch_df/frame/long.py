@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Final, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import pandas as pd
 
@@ -19,6 +19,7 @@ __all__ = [
     "ids_columns",
     "is_listed",
     "relations_long",
+    "repeat_index",
 ]
 
 T = TypeVar("T")
@@ -39,6 +40,24 @@ FILE_COLUMNS: Final[tuple[str, ...]] = (
 def ids_columns(frame: pd.DataFrame) -> dict[str, list[object]]:
     """Return the cells of the canonical id columns (all ``None`` for a missing one)."""
     return {k: previous(frame, k) for k in CANONICAL}
+
+
+def repeat_index(frame: pd.DataFrame, labels: list[Hashable]) -> pd.Index[Any]:
+    """Return an index of ``frame``'s kind (name, dtype, levels) holding ``labels``.
+
+    A long frame's rows carry the label of the row they came from, so they join back.
+    """
+    # tupleize_cols=False: a flat index whose labels are tuples must not become a MultiIndex.
+    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype, tupleize_cols=False)
+    if isinstance(frame.index, pd.MultiIndex):
+        index = (
+            pd.MultiIndex.from_tuples(
+                cast(list[tuple[Hashable, ...]], labels), names=frame.index.names
+            )
+            if labels
+            else (frame.index[:0])
+        )
+    return index
 
 
 def _long(
@@ -67,16 +86,7 @@ def _long(
                 rows[k].append(ids[k][pos])
             for field, read in fields.items():
                 rows[field].append(read(item))
-    # tupleize_cols=False: a flat index whose labels are tuples must not become a MultiIndex.
-    index = pd.Index(labels, name=frame.index.name, dtype=frame.index.dtype, tupleize_cols=False)
-    if isinstance(frame.index, pd.MultiIndex):
-        index = (
-            pd.MultiIndex.from_tuples(
-                cast(list[tuple[Hashable, ...]], labels), names=frame.index.names
-            )
-            if labels
-            else (frame.index[:0])
-        )
+    index = repeat_index(frame, labels)
     data = {c: column(v, dtypes.get(c, "string"), index) for c, v in rows.items()}
     out = pd.DataFrame(data, index=index)
     out.attrs = dict(frame.attrs)  # the session settings travel to the long form too

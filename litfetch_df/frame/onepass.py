@@ -33,8 +33,10 @@ import pandas as pd
 from ..files import FileKind
 from ..operations.types import BatchResolver, Fetcher, FileSource
 from .context import CallContext, CallOptions, call_context
+from .cost import plan_costs
 from .engine import UnitStep, run_steps
 from .outputs import open_out
+from .spent import planned_by_host, record_requests, sent_since
 from .steps.bodies import BodiesStep
 from .steps.files import FilesStep
 from .steps.licences import LicencesStep
@@ -118,15 +120,35 @@ async def run(
     """
     wanted = parse_steps(steps)
     async with call_context(config or {}, frame, "run") as ctx:
+        # The plan is priced before the first request so the frame can show it beside
+        # what was sent (attrs, summary()): a plan that drifts from the run is visible.
+        planned = _planned(frame, wanted, ctx)
+        before = ctx.session.requests_by_host
         base = frame
         if "resolve" in wanted:
             base = await resolve_frame(base, ctx, resolver, force)
             ctx = ctx.reading_canonical()
         per_row = [step for step in wanted if step != "resolve"]
         if not per_row:
-            return ctx.stamp(base.copy(deep=False) if base is frame else base)
-        steps_ = _unit_steps(
-            per_row, ctx, fetchers=fetchers, sources=sources, kind=kind, out_dir=out_dir
-        )
-        out = await run_steps(base, ctx, steps_, force=force, desc="run")
+            out = base.copy(deep=False) if base is frame else base
+        else:
+            steps_ = _unit_steps(
+                per_row, ctx, fetchers=fetchers, sources=sources, kind=kind, out_dir=out_dir
+            )
+            out = await run_steps(base, ctx, steps_, force=force, desc="run")
+        record_requests(out, planned, sent_since(before, ctx.session.requests_by_host))
         return ctx.stamp(out)
+
+
+def _planned(frame: pd.DataFrame, wanted: Sequence[str], ctx: CallContext) -> dict[str, int]:
+    """The requests per host :func:`~litfetch_df.frame.cost.plan_costs` expects of this run."""
+    session = ctx.session
+    plan = plan_costs(
+        frame,
+        wanted,
+        credentials=ctx.options.credentials,
+        contact=bool(session.contact),
+        ledger=session.quota,
+        id_columns=ctx.explicit,
+    )
+    return planned_by_host(plan)

@@ -16,7 +16,8 @@ credential_key: string, size_bytes: int64, description: string,
 also_listed_by: list<string>>``. Every
 other column goes through pyarrow's own pandas conversion, which keeps the
 index and the nullable dtypes. Bodies written to ``out_dir`` are already
-``body_path`` text and are saved as such. The frame's session settings
+``body_path`` text and are saved as such; the text columns (``df.lit.text()``)
+and the long text frames are plain nullable columns, saved as they are. The frame's session settings
 (:mod:`litfetch_df.frame.provenance`) travel in ``attrs``; keys never do.
 
 Needs pyarrow (``pip install 'litfetch_df[parquet]'``).

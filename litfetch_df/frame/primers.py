@@ -36,6 +36,8 @@ from ..sources.europe_pmc_search import (
 from ..sources.openalex import (
     TERMS_SELECT,
     WORKS_URL,
+    list_budget_spent,
+    single_works,
     terms_key,
     works_request,
     works_with_terms,
@@ -54,8 +56,8 @@ from ..sources.springer import (
 from ..sources.springer_batch import (
     springer_batch_each,
     springer_batch_key,
-    springer_batch_records,
 )
+from ..sources.springer_oa_batch import single_answer, springer_oa_pages
 from .primed_keys import PrimedKeys
 
 __all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime"]
@@ -373,22 +375,35 @@ async def _prime_springer_open_access(
     credentials: Mapping[str, object],
     keys: PrimedKeys,
 ) -> None:
+    """Prime each Springer DOI's OpenAccess request from OR pages of 20 (issue 24).
+
+    Every Springer Nature DOI is asked in pages
+    (:func:`~litfetch_df.sources.springer_oa_batch.springer_oa_pages`); each
+    article found becomes the one-article answer its per-article request would
+    have had, a DOI a page answered without one the "none" answer. DOIs of pages
+    not answered are left to the per-article request. (Meta is not asked first:
+    at 20 DOIs a page, the pages its answer would spare cost less than the Meta
+    pages themselves, which the file-set step asks anyway.)
+    """
     api_key = usable_credential(credentials, "springer_api_key")
-    if api_key is None or usable_credential(credentials, "springer_meta_api_key") is None:
+    if api_key is None:
+        return
+    asks: list[tuple[ArticleIds, str]] = []
+    for ids in bundles:
+        batch_key = springer_batch_key(ids)
+        if batch_key is not None:
+            asks.append((ids, batch_key.wire))
+    if not asks:
         return
     async with session.scope() as scope:
-        found = await springer_batch_records(bundles, scope, credentials=credentials)
-    for ids, record in zip(bundles, found.values, strict=True):
-        batch_key = springer_batch_key(ids)
-        # Only a record that calls the article subscription content spares the request.
-        if batch_key is None or record is None or record.get("openaccess") != "false":
-            continue
-        keys.add(
-            ids,
-            _respond(
-                session, springer_oa_request(batch_key.wire, api_key), 200, _NO_OPEN_ACCESS, _XML
-            ),
-        )
+        pages = await springer_oa_pages(scope, [wire for _, wire in asks], api_key)
+    for ids, wire in asks:
+        request = springer_oa_request(wire, api_key)
+        article = pages.articles.get(wire.lower())
+        if article is not None:
+            keys.add(ids, _respond(session, request, 200, single_answer(article), _XML))
+        elif wire.lower() in pages.absent:
+            keys.add(ids, _respond(session, request, 200, _NO_OPEN_ACCESS, _XML))
 
 
 # The answer Europe PMC gives a full-text request for an article it holds no text of.
@@ -456,7 +471,20 @@ async def _prime_openalex_terms(
     async with session.scope() as scope:
         found = await works_with_terms(bundles, scope, api_key=api_key)
         failures = list(scope.failures)
-    for i, (ids, work) in enumerate(zip(bundles, found.values, strict=True)):
+    values: list[Mapping[str, Any] | None] = list(found.values)
+    abandoned = set(found.abandoned)
+    if abandoned and list_budget_spent(session, api_key=api_key):
+        # The list budget is spent: each DOI by the free singleton lookup instead, so the
+        # steps read the same answers (and Unpaywall is still asked only where OpenAlex
+        # does not know the DOI).
+        lost = {i: k.wire for i in abandoned if (k := terms_key(bundles[i])) is not None}
+        async with session.scope() as scope:
+            singles = await single_works(scope, list(lost.values()), api_key=api_key)
+        for i, wire in lost.items():
+            if wire in singles:
+                values[i] = singles[wire]
+                abandoned.discard(i)
+    for i, (ids, work) in enumerate(zip(bundles, values, strict=True)):
         key = terms_key(ids)
         # A work OpenAlex answered is primed, a miss as an empty answer (so Unpaywall is
         # asked only for DOIs OpenAlex does not know), and a failure (so a reader knows
@@ -466,7 +494,7 @@ async def _prime_openalex_terms(
         request = works_request(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
-        if work is None and i in found.abandoned:
+        if work is None and i in abandoned:
             why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
             keys.add(ids, _fail(session, request, why))
             continue

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .columns import CANONICAL
 from .outcome import is_abandoned, is_partial
+from .spent import requests_table
 
 __all__ = ["ERROR_COLUMNS", "summarise"]
 
@@ -24,6 +25,7 @@ ERROR_COLUMNS = (
 
 
 _NOT_ROWS = frozenset({("files", "files")})
+_NOT_ROW_SECTIONS = frozenset({"requests planned", "requests sent"})
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -37,9 +39,10 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     least one file, and files in total); ``errors`` (rows with an error per
     step), ``abandoned`` (rows given up with nothing found) and ``partial``
     (rows keeping what was found while a source was given up); a re-run
-    retries both. Columns: ``count``
-    (Int64) and ``share`` (fraction of all rows, Float64; NA for the number
-    of files, which counts files, not rows).
+    retries both; on a frame made by ``run()``, ``requests planned`` and
+    ``requests sent`` (per host: what the plan expected, what went out).
+    Columns: ``count`` (Int64) and ``share`` (fraction of all rows, Float64;
+    NA for the number of files and for requests, which are not rows).
     """
     n = len(frame)
     entries: list[tuple[str, str, int]] = [("rows", "total", n)]
@@ -79,11 +82,18 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     for column in present:
         step = column.removesuffix("_error")
         entries.append(("partial", step, sum(1 for c in cells[column] if is_partial(c))))
+    # What run() sent per host beside its plan (no share: requests are not rows).
+    sent = requests_table(frame.attrs).to_dict("records")
+    entries.extend(("requests planned", str(r["host"]), int(r["planned"])) for r in sent)
+    entries.extend(("requests sent", str(r["host"]), int(r["sent"])) for r in sent)
     index = pd.MultiIndex.from_tuples([(s, i) for s, i, _ in entries], names=["section", "item"])
     counts_arr = pd.array([c for _, _, c in entries], dtype="Int64")
     # The number of files is not a number of rows: it has no share of the rows.
     share = pd.array(
-        [c / n if n and (s, i) not in _NOT_ROWS else None for s, i, c in entries],
+        [
+            c / n if n and (s, i) not in _NOT_ROWS and s not in _NOT_ROW_SECTIONS else None
+            for s, i, c in entries
+        ],
         dtype="Float64",
     )
     return pd.DataFrame({"count": counts_arr, "share": share}, index=index)

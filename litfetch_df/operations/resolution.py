@@ -203,8 +203,10 @@ class OpenAlexResolver:
     and ``api_key`` when given (OpenAlex's keyless daily budget is tiny).
     Paced at :attr:`Rate.OPENALEX`. A DOI containing ``|`` or ``,`` (filter
     syntax) is sent alone. A 403 (OpenAlex's rate limit) abandons its chunk
-    like a 429/5xx. The key is checked at construction (``ValueError`` when
-    blank or containing whitespace) and never appears in a repr or a log.
+    like a 429/5xx. When the list budget is spent (the session's quota ledger
+    says so), a chunk is asked by the free singleton lookups instead. The key
+    is checked at construction (``ValueError`` when blank or containing
+    whitespace) and never appears in a repr or a log.
     Returns the aligned, merged bundles and the abandoned indices.
     """
 
@@ -223,7 +225,15 @@ class OpenAlexResolver:
         """Enrich ``batch`` from OpenAlex; see the class docstring."""
 
         async def lookup(dois: list[str]) -> dict[str, ArticleIds] | None:
-            return await openalex.works_by_doi(http, dois, api_key=self.api_key)
+            found = await openalex.works_by_doi(http, dois, api_key=self.api_key)
+            if found is not None or not openalex.list_budget_spent(http, api_key=self.api_key):
+                return found
+            # The list budget is spent: the free singletons answer the same question.
+            works = await openalex.single_works(http, dois, api_key=self.api_key)
+            if len(works) < len(set(dois)):
+                return None  # some went unanswered: the chunk stays abandoned, as before
+            named = (openalex.work_ids(w) for w in works.values() if w is not None)
+            return {key: ids for key, ids in (n for n in named if n is not None)}
 
         secrets = () if self.api_key is None else (self.api_key,)
         return await _resolve_keyed(

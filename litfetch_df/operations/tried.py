@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from .._http import RETRYABLE_STATUSES, Http, Rate
+from .._quota import QuotaDeferred
 
 __all__ = ["Answer", "Tried", "Watched"]
 
@@ -93,7 +94,7 @@ class Watched:
                 url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
             )
         except httpx.TransportError as exc:
-            self.reasons.append(str(exc) or type(exc).__name__)
+            self.reasons.append(_why(exc))
             raise
         return self._note(response, rate)
 
@@ -109,7 +110,7 @@ class Watched:
             try:
                 response = await attr(*args, rate=rate, **kwargs)
             except httpx.TransportError as exc:
-                self.reasons.append(str(exc) or type(exc).__name__)
+                self.reasons.append(_why(exc))
                 raise
             return self._note(response, rate)
 
@@ -134,4 +135,6 @@ def _has_request(response: httpx.Response) -> bool:
 
 
 def _why(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    text = str(exc) or type(exc).__name__
+    # A spent quota is a deferral (the row is done again after the reset), not a loss.
+    return f"deferred: {text}" if isinstance(exc, QuotaDeferred) else text

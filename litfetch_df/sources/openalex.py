@@ -13,12 +13,14 @@ and worth retrying later, never a definitive miss.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from .._http import Http, Rate, get_logger
+from .._http import Http, Rate, UpstreamUnavailable, get_logger
+from .._quota import QuotaDeferred
 from .._store import can_hold
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi, parse_pmcid, parse_pmid
@@ -55,8 +57,10 @@ __all__ = [
     "doi_lookup_key",
     "fetch_single_work",
     "held_work",
+    "list_budget_spent",
     "openalex_access",
     "openalex_files",
+    "single_works",
     "terms_key",
     "work_ids",
     "works_by_doi",
@@ -339,6 +343,65 @@ async def fetch_single_work(
         http.get(url, params=params, rate=Rate.OPENALEX), "OpenAlex work", logger=log
     )
     return body if body is not None and work_ids(body) is not None else None
+
+
+def list_budget_spent(http: Http, *, api_key: str | None = None) -> bool:
+    """Whether ``http``'s quota ledger says OpenAlex's list budget is spent for this tier.
+
+    ``False`` when ``http`` keeps no ledger (nothing says so).
+    """
+    ledger = getattr(http, "quota", None)
+    check = getattr(ledger, "check", None)
+    if check is None:
+        return False
+    params: dict[str, object] = {"filter": "doi:"}
+    if api_key is not None:
+        params["api_key"] = api_key
+    try:
+        check("api.openalex.org", "/works", params)
+    except QuotaDeferred:
+        return True
+    return False
+
+
+async def single_works(
+    http: Http, dois: Sequence[str], *, api_key: str | None = None
+) -> dict[str, Mapping[str, Any] | None]:
+    """Each lower-cased DOI's work by the free singleton lookup, asked together.
+
+    The detour when the list budget is spent (singletons cost nothing of it).
+    Maps a DOI to its work (:data:`TERMS_SELECT`), or to ``None`` when OpenAlex
+    answered that it does not know it (404); a DOI whose request was not
+    answered is left out, so its caller can tell a miss from a loss.
+    """
+
+    async def one(doi: str) -> tuple[str, Mapping[str, Any] | None] | None:
+        parsed = parsed_or_none(parse_doi, doi)
+        if parsed is None:
+            return None
+        params: dict[str, str | int] = {"select": TERMS_SELECT}
+        if api_key is not None:
+            params["api_key"] = api_key
+        try:
+            response = await http.get(
+                SINGLE_URL + doi_path(parsed), params=params, rate=Rate.OPENALEX
+            )
+        except UpstreamUnavailable:
+            return None
+        if response.status_code == 404:
+            return doi, None
+        if response.status_code != 200:
+            return None
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            return None
+        if not isinstance(body, Mapping) or work_ids(body) is None:
+            return None
+        return doi, dict(body)
+
+    answers = await asyncio.gather(*(one(d) for d in dict.fromkeys(dois)))
+    return {a[0]: a[1] for a in answers if a is not None}
 
 
 def openalex_files(work: Mapping[str, Any]) -> tuple[File, ...]:

@@ -14,6 +14,7 @@ from .model import (
     Paragraph,
     Reference,
     Section,
+    Statement,
     TextLoss,
 )
 from .read import MATH_MODES, read_text
@@ -30,6 +31,7 @@ __all__ = [
     "Paragraph",
     "Reference",
     "Section",
+    "Statement",
     "TextLoss",
     "read_text",
     "section_type",

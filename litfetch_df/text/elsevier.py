@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from lxml import etree
 
-from .._xml import local_name
 from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
-from .render import Renderer, all_text, clean, strings
+from .render import Renderer, all_text, clean, each, first, local_name, strings
 from .sections import section_type
 
 __all__ = ["read_elsevier"]
@@ -30,11 +29,7 @@ _OWN = frozenset(
 )
 
 
-def _first(el: etree._Element, *names: str) -> etree._Element | None:
-    for c in el.iter():
-        if local_name(c) in names:
-            return c
-    return None
+_first = first
 
 
 def _text(el: etree._Element | None) -> str:
@@ -61,10 +56,24 @@ class _Reader:
             Citation(rid, index, s, e) for rids, s, e in self.r.citations for rid in rids.split()
         )
         self.offset += len(text)
-        # Floats inside a paragraph still get their captions.
-        for f in el.iter():
-            if local_name(f) in ("figure", "table", "e-component"):
-                self.caption(f)
+        # Floats inside a paragraph still get their captions. A box (ce:textbox) is kept
+        # out of the paragraph's prose (_OWN) and is not lost: it becomes the paragraph(s)
+        # right after it, as a box standing in a section does, its floats captioned there.
+        boxes: list[etree._Element] = []
+        self._inner(el, boxes)
+        for box in boxes:
+            self.para(box, path, kind)
+
+    def _inner(self, el: etree._Element, boxes: list[etree._Element]) -> None:
+        """Caption the floats below ``el`` in document order; collect its outermost boxes."""
+        for child in el:
+            name = local_name(child)
+            if name == "textbox":
+                boxes.append(child)
+                continue
+            if name in ("figure", "table", "e-component"):
+                self.caption(child)
+            self._inner(child, boxes)
 
     def caption(self, el: etree._Element) -> None:
         cap = next((c for c in el if local_name(c) == "caption"), None)
@@ -84,12 +93,16 @@ class _Reader:
             )
         )
 
-    def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
+    def section(
+        self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
+    ) -> Section:
         title = _text(next((c for c in el if local_name(c) == "section-title"), None))
         label = _text(next((c for c in el if local_name(c) == "label"), None))
         if local_name(el) == "acknowledgment" and not title:
             title = "Acknowledgements"
         kind = section_type("acknowledgements" if local_name(el) == "acknowledgment" else "", title)
+        if kind == "other":
+            kind = parent_kind  # an untyped subsection of the methods is methods
         path = (*parent, title)
         subs = self.blocks(el, path, kind)
         return Section(title, label, kind, len(path), path, subs)
@@ -102,7 +115,7 @@ class _Reader:
                 if name == "appendices":
                     subs.extend(self.blocks(child, path, kind))
                 else:
-                    subs.append(self.section(child, path))
+                    subs.append(self.section(child, path, kind))
             elif name in ("sections",):
                 subs.extend(self.blocks(child, path, kind))
             elif name in ("para", "simple-para", "list", "display", "formula", "displayed-quote"):
@@ -194,11 +207,13 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
     if tail is not None:
         sections.extend(reader.blocks(tail, (), "other"))
     # Floats sit apart from the body, in <ce:floats>; supplementary files are e-components.
-    for floats in (f for f in article.iter() if local_name(f) == "floats"):
+    for floats in each(article, "floats"):
         for child in floats:
             if local_name(child) in ("figure", "table", "e-component"):
                 reader.caption(child)
-    refs = [_reference(b) for b in article.iter() if local_name(b) == "bib-reference"]
+            elif local_name(child) == "textbox":
+                reader.r.lose(child)  # a floating box has no place in the prose: counted
+    refs = [_reference(b) for b in each(article, "bib-reference")]
     return Document(
         text_format="elsevier",
         article_type=article.get("docsubtype", ""),

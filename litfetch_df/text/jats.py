@@ -4,10 +4,30 @@ from __future__ import annotations
 
 from lxml import etree
 
-from .._xml import local_name
 from .losses import as_losses
-from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
-from .render import BLOCK, LOST, OWN_FIELD, Renderer, all_text, clean, strings
+from .model import (
+    Abstract,
+    Caption,
+    Citation,
+    Document,
+    Formula,
+    Paragraph,
+    Reference,
+    Section,
+    Statement,
+)
+from .render import (
+    BLOCK,
+    LOST,
+    OWN_FIELD,
+    Renderer,
+    all_text,
+    clean,
+    each,
+    first,
+    local_name,
+    strings,
+)
 from .sections import section_type
 
 __all__ = ["read_jats"]
@@ -32,21 +52,51 @@ _PARA = frozenset(
 )
 
 
+# Elements that carry a caption of their own, and the kind their Caption gets.
+_FLOAT_KIND = {
+    "fig": "figure",
+    "fig-group": "figure",
+    "table-wrap": "table",
+    "table-wrap-group": "table",
+    "supplementary-material": "supplementary",
+    "media": "supplementary",
+    "boxed-text": "box",
+    "chem-struct-wrap": "chemistry",
+    "disp-formula-group": "formula",
+    "graphic": "figure",
+    "code": "code",
+    "preformat": "code",
+}
+# Floats are kept out of the prose (and out of a caption they sit in): they get captions.
+_FLOATS = frozenset(
+    {"fig", "fig-group", "table-wrap", "table-wrap-group", "supplementary-material", "media"}
+)
+
+_NOT_CAPTION = frozenset({"label", "caption", "object-id", "graphic", "alt-text", ""})
+
 # A footnote's label ("a", "*") is its own token, never glued to the first word.
 _LABEL = frozenset({"label"})
 
 
 def _children(el: etree._Element, *names: str) -> list[etree._Element]:
-    return [c for c in el if local_name(c) in names]
+    return list(el.iterchildren(*(f"{{*}}{n}" for n in names)))
 
 
-def _first(el: etree._Element | None, *names: str) -> etree._Element | None:
-    if el is None:
-        return None
-    for c in el.iter():
-        if local_name(c) in names:
-            return c
-    return None
+_first = first
+_CELL_TAGS = ("{*}td", "{*}th")
+
+
+_FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
+
+
+def _pruned(el: etree._Element, top: etree._Element) -> bool:
+    """Whether ``el`` sits (below ``top``) in a sub-article or the reference list."""
+    for up in el.iterancestors():
+        if up is top:
+            return False
+        if local_name(up) in LOST or local_name(up) == "ref-list":
+            return True
+    return False
 
 
 class _Reader:
@@ -72,31 +122,67 @@ class _Reader:
         self.offset += len(text)
 
     def caption(self, el: etree._Element) -> None:
+        """One :class:`Caption` for a float: its own label and caption, a table's cells."""
         name = local_name(el)
-        kind = "table" if name == "table-wrap" else "figure"
-        label = _first(el, "label")
-        cap = _first(el, "caption")
+        label = _children(el, "label")
+        cap = _children(el, "caption")
         cells: list[tuple[str, ...]] = []
-        for tr in el.iter():
-            if local_name(tr) == "tr":
-                cells.append(
-                    tuple(clean(all_text(td)) for td in tr if local_name(td) in ("td", "th"))
-                )
+        if name == "table-wrap":
+            # lxml picks the cells out in C (comments and PIs are not cells either way).
+            for tr in each(el, "tr"):
+                cells.append(tuple(clean(all_text(td)) for td in tr.iterchildren(*_CELL_TAGS)))
         self.captions.append(
             Caption(
-                kind,
-                clean(all_text(label)) if label is not None else "",
-                self.r.text(cap, skip=frozenset()) if cap is not None else "",
+                _FLOAT_KIND.get(name, name),
+                clean(all_text(label[0])) if label else "",
+                self._caption_text(el, cap[0] if cap else None),
                 tuple(cells),
             )
         )
-        for fn in el.iter():
-            # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs.
-            if (
-                local_name(fn) == "table-wrap-foot"
-                and not any(local_name(c) == "fn" for c in fn.iter())
-            ) or local_name(fn) == "fn":
+        if name != "table-wrap":
+            return
+        # Table footnotes: each <fn>, or the whole foot when it holds bare paragraphs
+        # (found by lxml's tag filter, not by naming every element of the table).
+        for fn in each(el, "table-wrap-foot", "fn"):
+            if local_name(fn) == "fn" or _first(fn, "fn") is None:
                 self.footnotes.append(self.r.text(fn, skip=_LABEL))
+
+    def _caption_text(self, el: etree._Element, cap: etree._Element | None) -> str:
+        # A float nested in the caption (eLife's source data) is a caption of its own.
+        parts = [self.r.text(cap, skip=_FLOATS)] if cap is not None else []
+        if local_name(el) in _FLOATS and local_name(el) not in ("table-wrap", "table-wrap-group"):
+            # Text a figure or a supplementary file holds beside its caption (<p>, <attrib>)
+            # is kept with the caption; nested floats and own-field parts are not prose.
+            parts.extend(
+                self.r.text(c, skip=_FLOATS | OWN_FIELD)
+                for c in el
+                if local_name(c) not in _NOT_CAPTION and local_name(c) not in _FLOATS
+            )
+        return clean(" ".join(p for p in parts if p))
+
+    def floats(self, el: etree._Element) -> None:
+        """Caption every float under ``el`` in document order, wherever it sits.
+
+        Floats turn up inside paragraphs, inside other floats' captions (eLife's source
+        data), in groups with a caption of their own and in ``<floats-group>``; walking
+        the whole tree once is what makes sure none is skipped. Sub-articles are lost
+        as a whole (counted once, elsewhere) and the reference list holds no floats.
+        """
+        # lxml finds the candidates in C; each float is its figure or table, or the
+        # parent of a caption (the first caption only, should a float have two).
+        for found in each(el, "fig", "table-wrap", "caption"):
+            if local_name(found) == "caption":
+                owner = found.getparent()
+                if (
+                    owner is None
+                    or local_name(owner) in ("fig", "table-wrap")
+                    or _children(owner, "caption")[0] is not found
+                ):
+                    continue
+            else:
+                owner = found
+            if owner is not el and not _pruned(owner, el):
+                self.caption(owner)
 
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
         """Walk a section-like container; return its subsections."""
@@ -104,18 +190,11 @@ class _Reader:
         for child in el:
             name = local_name(child)
             if name in ("sec", "book-part", "chapter", "ack", "app", "notes", "glossary", "bio"):
-                subs.append(self.section(child, path))
+                subs.append(self.section(child, path, kind))
             elif name in _PARA:
                 self.add_paragraph(child, path, kind)
-            elif name in ("fig", "table-wrap", "fig-group", "table-wrap-group"):
-                for one in (
-                    [child]
-                    if name in ("fig", "table-wrap")
-                    else _children(child, "fig", "table-wrap")
-                ):
-                    self.caption(one)
-            elif name == "supplementary-material":
-                self.caption(child)
+            elif name in _FLOATS:
+                continue  # captioned by floats(), wherever they sit
             elif name in ("fn-group", "fn"):
                 for fn in [child] if name == "fn" else _children(child, "fn"):
                     self.footnotes.append(self.r.text(fn, skip=frozenset({"label"})))
@@ -147,7 +226,9 @@ class _Reader:
                 self.add_paragraph(child, path, kind)
         return tuple(subs)
 
-    def section(self, el: etree._Element, parent: tuple[str, ...]) -> Section:
+    def section(
+        self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
+    ) -> Section:
         name = local_name(el)
         title_el = _children(el, "title")
         if not title_el:
@@ -167,54 +248,132 @@ class _Reader:
             or ("supplementary" if name == "app" and not title else ""),
             title,
         )
+        if kind == "other":
+            kind = parent_kind  # an untyped subsection of the methods is methods
         path = (*parent, title)
         children = self.blocks(el, path, kind)
         return Section(title, label, kind, len(path), path, children)
 
 
 def _person(el: etree._Element) -> str:
-    sur = _first(el, "surname")
-    given = _first(el, "given-names")
-    parts = [clean(all_text(x)) for x in (sur, given) if x is not None]
-    return " ".join(p for p in parts if p) or clean(all_text(el))
+    # Surname and given names are nearly always children: look there before searching.
+    # (The last of each wins, as a later duplicate always has.)
+    sur = given = None
+    for c in el.iterchildren("{*}surname", "{*}given-names"):
+        if local_name(c) == "surname":
+            sur = c
+        else:
+            given = c
+    if sur is None and given is None:
+        sur, given = _first(el, "surname"), _first(el, "given-names")
+    elif sur is not None and given is not None and not len(sur) and not len(given):
+        # The usual name, two leaves: their texts joined without walking either.
+        return clean(f"{sur.text or ''} {given.text or ''}") or clean(all_text(el))
+    parts = [all_text(x) for x in (sur, given) if x is not None]
+    return clean(" ".join(parts)) or clean(all_text(el))
+
+
+_XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+# Every element a reference's fields come from, found in one lxml-filtered pass over
+# the citation (document order, as the separate searches saw them): the per-field
+# searches were the largest single cost of reading a JATS body.
+_REF_TAGS = tuple(
+    f"{{*}}{n}"
+    for n in (
+        "pub-id",
+        "ext-link",
+        "name",
+        "string-name",
+        "collab",
+        "article-title",
+        "chapter-title",
+        "part-title",
+        "source",
+        "year",
+    )
+)
+_REF_FIELD = {
+    "article-title": "title",
+    "chapter-title": "title",
+    "part-title": "title",
+    "source": "source",
+    "year": "year",
+}
+_CITATION_TAGS = tuple(f"{{*}}{n}" for n in _CITATIONS)
 
 
 def _reference(ref: etree._Element) -> Reference:
-    cits = [c for c in ref.iter() if local_name(c) in _CITATIONS]
+    cits = list(ref.iter(*_CITATION_TAGS))
     # citation-alternatives: prefer the structured rendering for fields, keep the first raw.
     cit = next((c for c in cits if local_name(c) == "element-citation"), cits[0] if cits else ref)
     ids: dict[str, str] = {}
-    for c in cit.iter():
-        if local_name(c) == "pub-id":
+    fields: dict[str, str] = {}
+    authors: list[str] = []
+    for c in cit.iter(*_REF_TAGS):
+        name = local_name(c)
+        if name == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
-        elif local_name(c) == "ext-link" and "doi.org/" in (
-            c.get("{http://www.w3.org/1999/xlink}href") or ""
-        ):
-            ids.setdefault(
-                "doi", (c.get("{http://www.w3.org/1999/xlink}href") or "").split("doi.org/", 1)[1]
-            )
-
-    def field(*names: str) -> str:
-        found = _first(cit, *names)
-        return clean(all_text(found)) if found is not None else ""
-
-    label = _children(ref, "label")
-    authors = tuple(
-        _person(p) for p in cit.iter() if local_name(p) in ("name", "string-name", "collab")
-    )
+        elif name == "ext-link":
+            href = c.get(_XLINK_HREF) or ""
+            if "doi.org/" in href:
+                ids.setdefault("doi", href.split("doi.org/", 1)[1])
+        elif name in _REF_FIELD:
+            key = _REF_FIELD[name]
+            if key not in fields:  # the first in document order, as before
+                fields[key] = clean(all_text(c))
+        else:
+            authors.append(_person(c))
+    label = next(ref.iterchildren("{*}label"), None)
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
-        label=clean(all_text(label[0])) if label else "",
+        label=clean(all_text(label)) if label is not None else "",
         doi=ids.get("doi", ""),
         pmid=ids.get("pmid", ""),
         pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
-        title=field("article-title", "chapter-title", "part-title"),
-        source=field("source"),
-        year=field("year"),
-        authors=authors,
-        raw=clean(" ".join(t for t in strings(raw_src))),
+        title=fields.get("title", ""),
+        source=fields.get("source", ""),
+        year=fields.get("year", ""),
+        authors=tuple(authors),
+        raw=clean(" ".join(strings(raw_src))),
     )
+
+
+# fn-type values of footnotes and author notes that are statements, and their type.
+_FN_STATEMENTS = {
+    "conflict": "competing interests",
+    "coi-statement": "competing interests",
+    "financial-disclosure": "funding",
+    "funding": "funding",
+    "supported-by": "funding",
+    "data-availability": "data availability",
+    "con": "author contributions",
+}
+_META_STATEMENTS = {"data availability": "data availability", "funding": "funding"}
+
+
+def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
+    """Statements outside the sections: funding statements, typed footnotes, custom meta."""
+    out: list[Statement] = []
+    for el in each(root, "funding-statement", "fn", "custom-meta"):
+        if _pruned(el, root):
+            continue  # a sub-article's notes are not the article's
+        name = local_name(el)
+        if name == "custom-meta":
+            meta = _children(el, "meta-name")
+            kind = _META_STATEMENTS.get(clean(all_text(meta[0])).lower() if meta else "", "")
+            value = _children(el, "meta-value")
+            if kind and value:
+                out.append(Statement(kind, r.text(value[0], skip=_LABEL)))
+            continue
+        if name == "funding-statement":
+            kind = "funding"
+        else:
+            kind = _FN_STATEMENTS.get((el.get("fn-type") or "").lower(), "")
+        text = r.text(el, skip=_LABEL) if kind else ""
+        if text:
+            out.append(Statement(kind, text))
+    return tuple(out)
 
 
 def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
@@ -262,7 +421,17 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
             sections.extend(reader.blocks(part, (), "other"))
         elif name in ("sub-article", "response"):
             reader.r.lose(part)
-    refs = [_reference(r) for r in root.iter() if local_name(r) == "ref"]
+    # Captions in document order: abstracts' floats (graphical abstracts) first, then the rest.
+    if meta is not None:
+        for ab in meta.iter():
+            if local_name(ab) in ("abstract", "trans-abstract"):
+                reader.floats(ab)
+    for part in root:
+        name = local_name(part)
+        # A sub-article is lost whole (counted above): its floats are not the article's.
+        if name and name not in LOST and name not in _FRONT:
+            reader.floats(part)
+    refs = [_reference(r) for r in each(root, "ref")]
     formulas = tuple(Formula(t, n, d) for t, n, d in reader.r.formulas)
     return Document(
         text_format="bits" if is_book else "jats",
@@ -277,6 +446,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
         footnotes=tuple(reader.footnotes),
         references=tuple(refs),
         citations=tuple(reader.citations),
+        statements=_statements(root, Renderer(math=math)),
         text_loss=as_losses(reader.r),
     )
 

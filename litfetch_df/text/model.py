@@ -13,6 +13,7 @@ __all__ = [
     "Paragraph",
     "Reference",
     "Section",
+    "Statement",
     "TextLoss",
 ]
 
@@ -105,6 +106,18 @@ class Citation:
 
 
 @dataclass(frozen=True, slots=True)
+class Statement:
+    """A statement kept outside the sections (JATS ``<funding-statement>``, an author note).
+
+    ``statement_type`` is one of the back-matter :data:`~litfetch_df.text.SECTION_TYPES`
+    (``funding``, ``data availability``, ``competing interests``, ``author contributions``).
+    """
+
+    statement_type: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Document:
     """Everything read from one body; ``text_error`` is set when it could not be read."""
 
@@ -120,6 +133,7 @@ class Document:
     footnotes: tuple[str, ...] = ()
     references: tuple[Reference, ...] = ()
     citations: tuple[Citation, ...] = ()
+    statements: tuple[Statement, ...] = ()
     text_loss: tuple[TextLoss, ...] = ()
     text_error: str = ""
 
@@ -137,5 +151,14 @@ class Document:
         return self.abstracts[0].text if self.abstracts else ""
 
     def statement(self, section_type: str) -> str:
-        """The text of every paragraph in sections of ``section_type``, joined."""
-        return "\n\n".join(p.text for p in self.paragraphs if p.section_type == section_type)
+        """The text of every paragraph in sections of ``section_type``, then the statements
+        of that type kept outside the sections, joined by blank lines (``""``: none)."""
+        texts = [p.text for p in self.paragraphs if p.section_type == section_type]
+        seen = set(texts)
+        # A statement the back matter also has as a section is said once.
+        texts += [
+            s.text
+            for s in self.statements
+            if s.statement_type == section_type and s.text not in seen
+        ]
+        return "\n\n".join(texts)

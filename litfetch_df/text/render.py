@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from lxml import etree
 
-from .._xml import local_name
-
-__all__ = ["Renderer", "all_text", "clean", "strings"]
+__all__ = ["Renderer", "all_text", "clean", "each", "first", "local_name", "strings"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -33,6 +34,11 @@ OWN_FIELD = frozenset(
         "object-id",
         "alt-text",
         "graphic",
+        # Floats get captions of their own (jats.py), wherever they sit.
+        "supplementary-material",
+        "media",
+        "fig-group",
+        "table-wrap-group",
     }
 )
 # Elements that start a new block (a space is put either side of their text).
@@ -65,23 +71,66 @@ BLOCK = frozenset(
         "disp-formula",
     }
 )
+# ref-types of an <xref> that is a footnote marker rather than part of a word.
+_MARKERS = frozenset({"fn", "table-fn", "author-notes"})
 # Elements dropped on purpose with their text counted as lost.
 LOST = frozenset({"sub-article", "response", "processing-meta", "private-char", "inline-graphic"})
 
 
+@functools.lru_cache(maxsize=256)
+def _tags(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{{*}}{n}" for n in names)
+
+
+def each(el: etree._Element, *names: str) -> Iterator[etree._Element]:
+    """``el`` and its descendants named ``names`` (any namespace), in document order.
+
+    lxml filters by tag in C: far faster than testing every element's local name.
+    """
+    return el.iter(*_tags(names))
+
+
+def first(el: etree._Element | None, *names: str) -> etree._Element | None:
+    """The first of ``el`` and its descendants named one of ``names``, or ``None``."""
+    return None if el is None else next(el.iter(*_tags(names)), None)
+
+
 def strings(el: etree._Element) -> list[str]:
     """Every text node under ``el`` (the stubs say str | bytes; parsed XML gives str)."""
-    return [t for t in el.itertext() if isinstance(t, str)]
+    return cast(list[str], list(el.itertext()))
 
 
 def all_text(el: etree._Element) -> str:
     """Every text node under ``el``, joined as is."""
-    return "".join(strings(el))
+    if not len(el) and isinstance(el.tag, str):
+        return el.text or ""  # a leaf (most cells, names, years): no iterator needed
+    return "".join(cast("Iterator[str]", el.itertext()))
 
 
 def clean(text: str) -> str:
     """NFC and collapsed whitespace, no ASCII folding."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    # str.split() splits on exactly the characters \s matches, and is several times faster.
+    if not text.isascii():  # ASCII is NFC already; the check is far cheaper than normalize
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split())
+
+
+_NAMES: dict[object, str] = {}
+
+
+def local_name(element: etree._Element) -> str:
+    """An element's tag without its namespace (``''`` for comments / PIs), memoised.
+
+    The walk asks this of every element, so each distinct tag is split once.
+    """
+    tag = element.tag
+    try:
+        return _NAMES[tag]
+    except KeyError:
+        name = tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+        if len(_NAMES) < 4096:  # a hostile body cannot grow the memo without bound
+            _NAMES[tag] = name
+        return name
 
 
 @dataclass
@@ -111,6 +160,8 @@ class Renderer:
         else:
             self._walk(el, parts, skip, top=True)
         raw = "".join(parts)
+        if "\x00" not in raw:  # no citation markers (XML text can hold neither control)
+            return self._clean_with_citations(raw)
         # Record citations against the cleaned string by the markers placed in the walk.
         out: list[str] = []
         pending: list[tuple[str, int]] = []
@@ -127,37 +178,38 @@ class Renderer:
         return self._clean_with_citations("".join(out))
 
     def _clean_with_citations(self, raw: str) -> str:
-        # Map offsets in the raw string to offsets in the cleaned one.
-        nfc = unicodedata.normalize("NFC", raw)
-        if len(nfc) != len(raw):  # rare: composed characters shift offsets; recompute roughly
-            raw = nfc
-        mapping: list[int] = []
-        out: list[str] = []
-        prev_space = True
-        for ch in raw:
-            mapping.append(len(out))
-            if ch.isspace():
-                if not prev_space:
-                    out.append(" ")
-                prev_space = True
-            else:
-                out.append(ch)
-                prev_space = False
-        mapping.append(len(out))
-        text = "".join(out)
-        stripped = text.rstrip()
+        # NFC first (composed characters shift offsets only where they compose, rarely).
+        if not raw.isascii():
+            raw = unicodedata.normalize("NFC", raw)
+        stripped = " ".join(raw.split())
+        if not self.citations:
+            return stripped
+        end = len(stripped)
+        # Where each raw offset lands once cleaned: the length of the cleaned prefix
+        # (leading space dropped, each run one space). The text is cleaned piece by piece
+        # between the offsets in order, once over, in C; a run across a cut is one run.
+        wanted = sorted({min(o, len(raw)) for _, s, e in self.citations for o in (s, e)})
+        landed: dict[int, int] = {}
+        pos = length = 0
+        after_space = True
+        for offset in wanted:
+            piece = _SPACE.sub(" ", raw[pos:offset])
+            if after_space and piece.startswith(" "):
+                piece = piece[1:]
+            if piece:
+                length += len(piece)
+                after_space = piece.endswith(" ")
+            landed[offset] = min(length, end)
+            pos = offset
         self.citations = [
-            (
-                rid,
-                min(mapping[min(s, len(raw))], len(stripped)),
-                min(mapping[min(e, len(raw))], len(stripped)),
-            )
+            (rid, landed[min(s, len(raw))], landed[min(e, len(raw))])
             for rid, s, e in self.citations
         ]
         return stripped
 
     def _walk(self, el: etree._Element, parts: list[str], skip: frozenset[str], top: bool) -> None:
-        name = local_name(el)
+        # The memo looked up in place: this runs for every element of every paragraph.
+        name = _NAMES.get(el.tag) or local_name(el)
         if not top:
             if not name:  # a processing instruction: its text is not prose
                 self._tail(el, parts)
@@ -173,18 +225,20 @@ class Renderer:
                 self._math(el, parts, display=name != "inline-formula")
                 self._tail(el, parts)
                 return
-        block = name in BLOCK
+        # A footnote marker (``scenarios<xref ref-type="table-fn">a</xref>``) is not part
+        # of the word it follows: set apart, so "scenarios" stays a word.
+        block = name in BLOCK or (name == "xref" and el.get("ref-type") in _MARKERS)
         if block:
             parts.append(" ")
         cite = name in ("xref", "cross-ref") and el.get("ref-type", "bibr") == "bibr"
-        rid = el.get("rid") or el.get("refid") or ""
-        if cite and rid:
+        rid = (el.get("rid") or el.get("refid") or "") if cite else ""
+        if rid:
             parts.append(f"\x00{rid}\x00")
         if el.text:
             parts.append(el.text)
         for child in el:
             self._walk(child, parts, skip, top=False)
-        if cite and rid:
+        if rid:
             parts.append("\x01")
         if block:
             parts.append(" ")
@@ -197,8 +251,8 @@ class Renderer:
             parts.append(el.tail)
 
     def _math(self, el: etree._Element, parts: list[str], *, display: bool) -> None:
-        tex = [c for c in el.iter() if local_name(c) == "tex-math"]
-        mml = [c for c in el.iter() if local_name(c) == "math"]
+        tex = list(each(el, "tex-math"))
+        mml = list(each(el, "math"))
         label = [c for c in el if local_name(c) == "label"]
         if self.math == "placeholder":
             text, notation = "[formula]", "placeholder"
