@@ -65,6 +65,7 @@ __all__ = [
     "LimiterState",
     "Plan",
     "Ticket",
+    "is_pace_signal",
     "plan_for",
 ]
 
@@ -115,6 +116,35 @@ PMC bucket): unpaced until they say otherwise (S3 answers 503 SlowDown)."""
 BUDGET_HEADER_HOSTS = frozenset({"api.openalex.org"})
 """Hosts whose ``X-RateLimit-*`` count a daily budget of one request kind (OpenAlex's list
 calls), not a rate window: holding the host on them would stop its free singletons too."""
+
+
+_RATE_HEADERS = (
+    "x-rate-limit-limit",
+    "x-concurrency-limit",
+    "x-ratelimit-remaining",
+    "ratelimit-remaining",
+    "ratelimit",
+    "ratelimit-policy",
+)
+
+
+def is_pace_signal(
+    host: str, status: int, headers: Mapping[str, str], slow_down: frozenset[int] = frozenset()
+) -> bool:
+    """Whether an answer asks the client to slow down (a throttle), not just failed.
+
+    A 429, a domain's own "slow down" status (``slow_down``, e.g. OpenAlex's 403), a
+    503 that says when to come back (``Retry-After``) or announces rate-limit headers,
+    and Amazon S3's 503 SlowDown (:data:`SCALABLE_HOSTS`) are pace signals. Any other
+    5xx (an outage, a 503 without ``Retry-After``) is a fault: it is retried with a
+    back-off, and the pace the host has shown it admits stays.
+    """
+    if status == 429 or status in slow_down:
+        return True
+    if status != 503:
+        return False
+    names = {name.lower() for name in headers}
+    return host in SCALABLE_HOSTS or "retry-after" in names or not names.isdisjoint(_RATE_HEADERS)
 
 
 class HostParked(UpstreamUnavailable):
@@ -545,10 +575,7 @@ class HostLimiter:
             own = 0.0
             # One reaction per episode: a request sent before the last cut (or a retry)
             # tells nothing new about the pace; it only waits.
-            # A throttle soon after the last cut's hold (within twice it) is still part of
-            # that episode: the host has not recovered yet, and it only waits.
-            aftermath = self._clock.now() - self._calm_since < self._quiet / CUT
-            if not retry and ticket.epoch == self._epoch and not aftermath:
+            if not retry and ticket.epoch == self._epoch:
                 self._cut(ticket)
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())

@@ -334,7 +334,13 @@ async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> Non
     rng = random.Random(1)  # the unluckiest of seeds 0-4: the first throttle comes early
 
     def answer(request: httpx.Request) -> httpx.Response | None:
-        return httpx.Response(rng.choice([429, 503])) if rng.random() < 0.05 else None
+        if rng.random() >= 0.05:
+            return None
+        # a 503 that says when to come back is a throttle too (one without is a fault)
+        return httpx.Response(429) if rng.random() < 0.5 else retry_now()
+
+    def retry_now() -> httpx.Response:
+        return httpx.Response(503, headers={"Retry-After": "0"})
 
     upstream = Upstream(clock, answer=answer)
     n = 1200
@@ -348,6 +354,61 @@ async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> Non
     assert state.rate >= _limiter.CUT * _limiter.START_RATE, state
     at_the_floor = n / _limiter.FLOOR_RATE
     assert wall <= 0.6 * at_the_floor, wall
+
+
+async def test_an_outage_without_retry_after_is_a_fault_not_a_pace_cut() -> None:
+    # A 503 (or 500/502/504) without Retry-After says the host is failing, not that the
+    # client is too fast: it is retried with a back-off, and the pace the host has shown
+    # it admits stays. Before, each outage answer cut the pace until the 0.5/s floor and a
+    # table with a failing source ran for minutes.
+    clock = VirtualClock()
+    down = {"on": False}
+    failing = {f"/p/{k}" for k in range(100, 160)}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if down["on"] and request.url.path in failing:
+            return httpx.Response(503, text="Service Unavailable")
+        return None
+
+    upstream = Upstream(clock, answer=answer)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(100)])
+        before = s.limits[SPRINGER]
+        down["on"] = True
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(100, 300)])
+        wall = clock.now() - started
+        after = s.limits[SPRINGER]
+    assert statuses.count(503) == len(failing)  # each failed after its retries
+    assert statuses.count(200) == 200 - len(failing)
+    sent_503 = sum(1 for h, _, status in upstream.sent if h == SPRINGER and status == 503)
+    assert sent_503 == len(failing) * POLICY.max_attempts  # retried, not given up at once
+    assert after.throttled == 0 and after.rate == before.rate == _limiter.UNLISTED_RATE
+    # 200 requests at 20/s plus the back-offs of the last retries, not 0.5/s
+    assert wall <= 200 / _limiter.UNLISTED_RATE + 2 * POLICY.max_delay, wall
+
+
+@pytest.mark.parametrize(
+    ("host", "status", "headers", "signal"),
+    [
+        (SPRINGER, 429, {}, True),
+        (SPRINGER, 503, {"Retry-After": "3"}, True),
+        (SPRINGER, 503, {"X-RateLimit-Remaining": "0"}, True),
+        (SPRINGER, 503, {"ratelimit": '"default";r=0;t=2'}, True),
+        (SPRINGER, 503, {}, False),
+        (SPRINGER, 500, {"Retry-After": "3"}, False),
+        (SPRINGER, 502, {}, False),
+        (SPRINGER, 504, {}, False),
+        (SPRINGER, 403, {}, False),
+        (S3, 503, {}, True),  # Amazon S3's 503 SlowDown
+        ("api.openalex.org", 403, {}, True),  # with OpenAlex's slow-down status
+    ],
+)
+def test_only_429_and_a_503_that_says_more_are_pace_signals(
+    host: str, status: int, headers: dict[str, str], signal: bool
+) -> None:
+    slow_down = Rate.OPENALEX.transient_statuses if host == "api.openalex.org" else frozenset()
+    assert _limiter.is_pace_signal(host, status, headers, slow_down) is signal
 
 
 @dataclass
