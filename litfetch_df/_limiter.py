@@ -88,6 +88,11 @@ PROBE_EVERY = 100
 """Clean answers since the last throttle before a probe: a failed probe costs about one
 429, so at most one per this many keeps a host's throttles near 1 % of its requests."""
 
+ROUND_RTTS = 2.0
+"""A slow-start round is judged clean only on a request sent this many round trips (at
+most BURST_SECONDS) after its pace was set: earlier answers come while the host's burst
+still covers an overshoot, and at 300 ms they doubled the pace past the limit."""
+
 SRTT_GAIN = 0.125
 """Weight of each new round trip in the smoothed one (RFC 6298's 1/8)."""
 
@@ -301,6 +306,7 @@ class HostLimiter:
         self._settled = math.inf  # the pace before a probe: the last one that held
         self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
+        self._round_start = -math.inf  # when the current pace was set
         self._epoch = 0
         self._quiet = 0.0  # what a failed probe would cost: the last throttle's hold (s)
         self._calm_since = -math.inf  # the last throttle or probe
@@ -652,7 +658,12 @@ class HostLimiter:
             return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
         if self._slow_start:
-            self._advance(min(ceiling, 2.0 * self.rate))
+            if ticket.sent < self._round_start + min(BURST_SECONDS, ROUND_RTTS * self._srtt):
+                return  # too early in its round to tell the pace from the host's burst
+            # Double per round, but add at most one request in flight per round trip: a
+            # long round trip shows an overshoot late, with many requests already out.
+            step = 1.0 / self._srtt if self._srtt > 0 else self.rate
+            self._advance(min(ceiling, self.rate + min(self.rate, step)))
             if self.rate >= ceiling:
                 self._slow_start = False
         elif self.rate < ceiling:
@@ -675,6 +686,7 @@ class HostLimiter:
         if rate > self.rate:
             self.rate = rate
             self._round += 1
+            self._round_start = self._clock.now()
             self._wake()
 
     def _read_announced(self, headers: Mapping[str, str], sent: float) -> str | None:

@@ -122,12 +122,14 @@ async def test_slow_start_doubles_the_pace_per_round_from_the_first_request(
     assert times[1] - times[0] == pytest.approx(1 / _limiter.START_RATE)
     # several out before the first answer came back (at 300 ms and 500 ms)
     assert sum(t < times[0] + latency for t in times) >= min(2, latency * _limiter.START_RATE)
-    assert state.rate == _limiter.UNLISTED_RATE
+    # (at a long round trip the pace grows by at most one request in flight per round, up
+    # to what the in-flight ceiling lets through at that latency, at least)
+    pace = min(_limiter.UNLISTED_RATE, _limiter.UNLISTED_IN_FLIGHT / latency)
+    assert state.rate >= pace
     assert min(gaps(times)) >= 1 / _limiter.UNLISTED_RATE - EPS
     little = math.ceil(_limiter.HEADROOM * _limiter.UNLISTED_RATE * latency) + 1
     assert state.in_flight_cap == min(_limiter.UNLISTED_IN_FLIGHT, little)
-    pace = min(_limiter.UNLISTED_RATE, _limiter.UNLISTED_IN_FLIGHT / latency)
-    assert wall <= 1.15 * n / pace, wall  # latency never caps the pace
+    assert wall <= 1.2 * n / pace, wall  # latency never caps the pace
 
 
 async def test_the_library_guess_for_europe_pmc_is_a_ceiling_not_a_start() -> None:
