@@ -2,11 +2,13 @@
 
 ``python -m benchmarks.limiter_sweep`` (or ``make bench-limiter``) sends ``--n``
 requests through a window of ``--window`` to one host at a time, for every host
-of ``--worlds`` drawn worlds (the draws of :mod:`benchmarks.worlds`, enforced
-by the fake's own gate, :class:`tests.fakes.limits.HostGate`), and reports each
-host's wall time against its bound, its 429s and the ceiling the limiter
-learned. Time is a :class:`tests.virtual_clock.VirtualClock`, so a sweep of 45
-hosts takes about half a minute and gives the same figures on any machine.
+of ``--worlds`` drawn worlds (the draws of :mod:`benchmarks.worlds`, enforced by
+the fake's own gate, :class:`tests.fakes.limits.HostGate`), in the four cases
+that gate a limiter change: 200 and 1,665 requests, at 50 ms and at 300 ms
+(``--n`` / ``--latency`` pick some). It reports each host's wall time against
+its bound, its 429s (flagged past max(3, 1 %) of its requests) and the ceiling
+the limiter learned. Time is a :class:`tests.virtual_clock.VirtualClock`, so the
+four sweeps of 45 hosts take a few minutes and give the same figures anywhere.
 
 What the socket-served benchmark has and this does not is arrival jitter: a
 busy client and server deliver two requests closer together than they were
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import random
 import statistics
 import sys
@@ -119,6 +122,9 @@ async def _sweep(
     gate = asyncio.Semaphore(window)
     failed = 0
     async with Session(client_factory=client, retry=RetryPolicy(), clock=clock) as session:
+        # The limiter alone is judged: the quota ledger would read the fake's per-second
+        # X-RateLimit-* (Elsevier's) as the real service's weekly quota and defer rows.
+        session._shared.quota = None
 
         async def one(k: int) -> None:
             nonlocal failed
@@ -146,46 +152,86 @@ def _parse_jitter(text: str) -> tuple[float, float]:
     return float(share), float(most or 0.08)
 
 
+CASES: tuple[tuple[int, float], ...] = ((200, 0.05), (200, 0.3), (1665, 0.05), (1665, 0.3))
+"""The four cases that gate a limiter change (issue 25): a small table and Unpaywall's
+1,665 requests, at a nearby service's latency and at a transatlantic one."""
+
+
+def too_many_429s(outcome: Outcome) -> bool:
+    """Whether a host drew more 429s than a run may cost: max(3, 1 % of its requests)."""
+    return outcome.throttled > max(3, outcome.n // 100)
+
+
+def _run(job: tuple[DrawnHost, int, int, float, tuple[float, float], list[str]]) -> Outcome:
+    drawn, n, window, latency, jitter, sets = job
+    _apply_sets(sets)
+    return sweep_host(drawn, n=n, window=window, latency=latency, jitter=jitter)
+
+
+def _apply_sets(sets: list[str]) -> None:
+    for item in sets:
+        name, _, value = item.partition("=")
+        setattr(_limiter, name, type(getattr(_limiter, name))(float(value)))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the sweep from the command line; print a table and a summary; return 0."""
+    """Run the sweep from the command line; print a table and a summary per case; return 0."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.limiter_sweep", description=__doc__)
     p.add_argument("--worlds", type=int, default=5, help="drawn worlds to sweep")
     p.add_argument("--world-seed", type=int, default=11, help="seed of the first world")
-    p.add_argument("--n", type=int, default=1665, help="requests per host (Unpaywall's 1,665)")
+    p.add_argument("--n", type=int, help="requests per host (default: the four cases)")
+    p.add_argument("--latency", type=float, help="seconds per answer (default: the four cases)")
     p.add_argument("--window", type=int, default=32, help="requests let through at once")
-    p.add_argument("--latency", type=float, default=0.05, help="seconds per answer")
     p.add_argument("--jitter", default="0.05:0.08", help="SHARE:SECONDS of arrival jitter")
+    p.add_argument("--jobs", type=int, default=1, help="processes to sweep hosts in")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = p.parse_args(argv)
     for item in args.set:
-        name, _, value = item.partition("=")
+        name, _, _ = item.partition("=")
         if not hasattr(_limiter, name):
             p.error(f"litfetch_df._limiter has no {name}")
-        setattr(_limiter, name, type(getattr(_limiter, name))(float(value)))
+    _apply_sets(args.set)
     jitter = _parse_jitter(args.jitter)
-    outcomes: list[Outcome] = []
-    print("| world | host | drawn limit | wall/bound | 429s (share) | ceiling/limit | failed |")
-    print("|---|---|---|---|---|---|---|")
-    for world in draw_worlds(args.world_seed, args.worlds):
-        for drawn in world.drawn:
-            out = sweep_host(
-                drawn, n=args.n, window=args.window, latency=args.latency, jitter=jitter
-            )
-            outcomes.append(out)
+    cases = [
+        (n, latency)
+        for n, latency in CASES
+        if (args.n is None or n == args.n) and (args.latency is None or latency == args.latency)
+    ] or [(args.n or 1665, args.latency or 0.05)]
+    worlds = draw_worlds(args.world_seed, args.worlds)
+    hosts = [(world.seed, drawn) for world in worlds for drawn in world.drawn]
+    summary: list[str] = []
+    for n, latency in cases:
+        jobs = [(drawn, n, args.window, latency, jitter, args.set) for _, drawn in hosts]
+        if args.jobs > 1:
+            with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+                outcomes = list(pool.map(_run, jobs))
+        else:
+            outcomes = [_run(job) for job in jobs]
+        print(f"\n### n={n}, latency {latency * 1000:g} ms, jitter {args.jitter}\n")
+        print("| world | host | drawn limit | wall/bound | 429s (share) | ceiling/limit | failed |")
+        print("|---|---|---|---|---|---|---|")
+        for (seed, drawn), out in zip(hosts, outcomes, strict=True):
+            flag = " **!**" if too_many_429s(out) else ""
             print(
-                f"| {world.seed} | {SHORT_NAMES.get(drawn.host, drawn.host)} | {drawn.compact()} "
-                f"| {out.ratio:.2f} | {out.throttled} ({out.share_429:.1%}) "
+                f"| {seed} | {SHORT_NAMES.get(drawn.host, drawn.host)} | {drawn.compact()} "
+                f"| {out.ratio:.2f} | {out.throttled} ({out.share_429:.1%}){flag} "
                 f"| {out.ceiling / drawn.rate:.2f} | {out.failed} |",
                 flush=True,
             )
-    ratios = [o.ratio for o in outcomes]
-    print(
-        f"\n{len(outcomes)} hosts, n={args.n}, window {args.window}, jitter {args.jitter}: "
-        f"wall/bound mean {statistics.fmean(ratios):.3f}, max {max(ratios):.2f}, "
-        f"over 1.5: {sum(r > 1.5 for r in ratios)}, "
-        f"429s over 1 %: {sum(o.share_429 > 0.01 for o in outcomes)}, "
-        f"failed: {sum(o.failed for o in outcomes)}"
-    )
+        ratios = [o.ratio for o in outcomes]
+        line = (
+            f"n={n} @ {latency * 1000:g} ms: {len(outcomes)} hosts, wall/bound mean "
+            f"{statistics.fmean(ratios):.3f}, max {max(ratios):.2f}, "
+            f"over 1.5: {sum(r > 1.5 for r in ratios)}, "
+            f"hosts over max(3, 1 %) 429s: {sum(too_many_429s(o) for o in outcomes)}, "
+            f"429s total: {sum(o.throttled for o in outcomes)}, "
+            f"failed: {sum(o.failed for o in outcomes)}"
+        )
+        summary.append(line)
+        print("\n" + line, flush=True)
+    print(f"\n## summary (window {args.window})\n")
+    for line in summary:
+        print("- " + line)
     return 0
 
 

@@ -1,31 +1,33 @@
-"""Per-host limiters that learn: how fast, and how many at once, each host is asked.
+"""Per-host limiters: how fast, and how many at once, each host is asked (ADR 0007).
 
-Every host gets a :class:`HostLimiter`, whether or not its limit is published.
-A host with a published limit starts at it and never goes faster; a host
-without one starts conservatively and adapts (design: ADR 0007):
+Every host gets a :class:`HostLimiter`, shared by all requests of a session:
 
-* each request reserves the next start slot, one interval (``1 / rate``) after
-  the previous one, and holds one of the host's in-flight places;
-* a throttling answer (429, 503, or a domain's own "slow down" status) cuts the
-  rate in half once per episode, remembers 80 % of the rate that provoked it as
-  a learned ceiling (up to 90 % when that rate had held for seconds before the
-  throttle), and pauses the whole host until the later of its ``Retry-After``
-  and a back-off of its own; queued requests then take fresh slots after the
-  pause, one interval apart, so the host never sees a burst;
-* clean answers raise the rate step by step up to the learned ceiling, and
-  only after a long clean stretch probe a little above it; before its first
-  throttle a host is paced past twice its start only once a hundred requests
-  have been asked of it (a throttle is the price of finding its limit);
-* limits the host announces (Crossref's ``X-Rate-Limit-Limit`` /
-  ``-Interval``; ``X-RateLimit-Remaining`` / ``-Reset`` and the unprefixed
-  ``RateLimit-*``) lower the ceiling or hold the host until the window resets
-  (a bucket refilling within a second frees one place per ``1 / limit`` s);
-* a wait longer than the retry budget is obeyed, never shortened: the host is
-  *parked* and every request to it fails at once with :class:`HostParked`
-  until the wait is over, so the rest of a table goes on.
+* **Pacing.** A request takes an in-flight place, then the next start slot, one
+  interval (``1 / rate``) after the previous one. In flight follows from pace and
+  latency (Little's law): about ``2 · rate · srtt + 1`` places, within what the
+  host publishes or announces, so a long round trip never caps the pace.
+* **Slow start by rounds.** From the first request the pace doubles per round of
+  pressed traffic (a round ends when a request sent at the current pace, held
+  back by it, comes back clean) until the first throttle or the ceiling.
+* **A throttle** (429, 503, a domain's "slow down") is met once per episode: the
+  pace goes back to the last pace that held (half of the last round's), never
+  below what the host has provably admitted, and the whole host is held until
+  the later of its ``Retry-After`` and a back-off. Afterwards the pace settles
+  between the fastest clean pace and the slowest throttled one, probing halfway
+  up only after a quiet stretch long enough that a failed probe (one 429 and its
+  hold) costs a small share of the time.
+* **What a host says is obeyed.** ``Retry-After`` (seconds or HTTP date) holds the
+  whole host; a wait past the retry budget *parks* it, and every request fails at
+  once with :class:`HostParked` until the wait is over. Crossref's
+  ``x-rate-limit-*`` / ``x-concurrency-limit`` and the IETF ``RateLimit-Policy``
+  set ceilings; ``X-RateLimit-*``, ``RateLimit-*`` and ``RateLimit`` count what is
+  left of a window. A published limit is a hard ceiling, never probed past; a host
+  nobody publishes for gets the politeness ceiling of :data:`litfetch_df.limits.UNLISTED`.
 
-(About 800 lines, over the project's 650, with more tuning constants than it should
-have: the limiter issue replaces it with a one-page module; see
+(About 860 lines, over the project's 650: the rules themselves are a few hundred
+lines, the rest is header parsing (Retry-After dates, Crossref, X-RateLimit-*, IETF
+RateLimit/RateLimit-Policy) and the park/hold bookkeeping the session relies on;
+splitting the parsers out is left for a later change; see
 docs/adr/0007-adaptive-host-limiter.md.)
 """
 
@@ -48,18 +50,106 @@ from ._http import (
     parse_retry_after,
     sane_seconds,
 )
+from .limits import UNLISTED
 
 log = logging.getLogger("litfetch_df.limiter")
 
 __all__ = [
+    "BUDGET_HEADER_HOSTS",
+    "SCALABLE_HOSTS",
     "HostLimit",
     "HostLimiter",
     "HostParked",
     "Lessons",
     "LimiterFactory",
     "LimiterState",
+    "Plan",
+    "Ticket",
+    "is_pace_signal",
     "plan_for",
 ]
+
+# -- the tuning constants (ADR 0007 gives the bench they were tuned on) ---------------------
+
+START_RATE = 5.0
+"""Requests/s of a host's first round when nothing is published: a quarter of the
+politeness ceiling, so slow start reaches it in two rounds (two round trips)."""
+
+CUT = 0.5
+"""After a throttle the pace goes back to this share of the pace that drew it: the
+previous round's, which held (slow start doubles), as TCP halves its window."""
+
+BURST_SECONDS = 1.0
+"""The largest burst a host is assumed to allow, in seconds of its rate. Any window of
+``w`` seconds in which ``n`` requests were admitted then proves a rate of at least
+``n / (w + BURST_SECONDS)``: a throttle never cuts below that."""
+
+PROBE_EVERY = 100
+"""Clean answers since the last throttle before a probe: a failed probe costs about one
+429, so at most one per this many keeps a host's throttles near 1 % of its requests."""
+
+ROUND_RTTS = 2.0
+"""A slow-start round is judged clean only on a request sent this many round trips (at
+most BURST_SECONDS) after its pace was set: earlier answers come while the host's burst
+still covers an overshoot, and at 300 ms they doubled the pace past the limit."""
+
+SRTT_GAIN = 0.125
+"""Weight of each new round trip in the smoothed one (RFC 6298's 1/8)."""
+
+HEADROOM = 2.0
+"""In flight is allowed ``HEADROOM · rate · srtt + 1``: Little's law gives ``rate ·
+srtt`` on average; twice that plus one absorbs slow answers without capping the pace."""
+
+FLOOR_RATE = 0.5
+"""No host is paced slower than this: one that still throttles there is failing, not
+limiting, and its holds (Retry-After, back-off) slow it further anyway."""
+
+SHORT_WINDOW = 1.0
+"""An exhausted announced window resetting within this many seconds is a token bucket
+counted in whole seconds: one place frees ``1 / limit`` s after the send, not at the
+rounded-up reset (which would pace it at one request a second)."""
+
+# -- not tuning: the ceilings of a host nobody publishes for, from the limits table ----------
+
+UNLISTED_RATE: float = UNLISTED.per_second or 20.0
+UNLISTED_IN_FLIGHT: int = UNLISTED.in_flight or 8
+
+SCALABLE_HOSTS: frozenset[str] = frozenset({"pmc-oa-opendata.s3.amazonaws.com"})
+"""Hosts built for thousands of requests a second from one client (Amazon S3 serves the
+PMC bucket): unpaced until they say otherwise (S3 answers 503 SlowDown)."""
+
+BUDGET_HEADER_HOSTS = frozenset({"api.openalex.org"})
+"""Hosts whose ``X-RateLimit-*`` count a daily budget of one request kind (OpenAlex's list
+calls), not a rate window: holding the host on them would stop its free singletons too."""
+
+
+_RATE_HEADERS = (
+    "x-rate-limit-limit",
+    "x-concurrency-limit",
+    "x-ratelimit-remaining",
+    "ratelimit-remaining",
+    "ratelimit",
+    "ratelimit-policy",
+)
+
+
+def is_pace_signal(
+    host: str, status: int, headers: Mapping[str, str], slow_down: frozenset[int] = frozenset()
+) -> bool:
+    """Whether an answer asks the client to slow down (a throttle), not just failed.
+
+    A 429, a domain's own "slow down" status (``slow_down``, e.g. OpenAlex's 403), a
+    503 that says when to come back (``Retry-After``) or announces rate-limit headers,
+    and Amazon S3's 503 SlowDown (:data:`SCALABLE_HOSTS`) are pace signals. Any other
+    5xx (an outage, a 503 without ``Retry-After``) is a fault: it is retried with a
+    back-off, and the pace the host has shown it admits stays.
+    """
+    if status == 429 or status in slow_down:
+        return True
+    if status != 503:
+        return False
+    names = {name.lower() for name in headers}
+    return host in SCALABLE_HOSTS or "retry-after" in names or not names.isdisjoint(_RATE_HEADERS)
 
 
 class HostParked(UpstreamUnavailable):
@@ -75,7 +165,7 @@ class HostLimit:
     """What the caller knows of one host's limit, for ``Session(host_limits=…)``.
 
     ``rate`` is the most requests per second the host accepts and ``in_flight``
-    the most at once (``None``: not known). A known number is a ceiling the
+    the most at once (``None``: not known). A known number is a hard ceiling the
     limiter starts at and never exceeds; an unknown one is learned.
     """
 
@@ -90,124 +180,50 @@ class HostLimit:
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
-    """Where a host's limiter starts and the ceilings it never passes."""
+class Plan:
+    """Where a host's limiter starts and the hard ceilings it never passes.
+
+    ``max_rate`` is ``inf`` and ``max_in_flight`` ``0`` when unbounded; ``serial``
+    spaces each request from the previous *answer* (a host taking one at a time).
+    """
 
     start_rate: float
-    max_rate: float  # inf: no ceiling
-    start_in_flight: int  # 0: unbounded
-    max_in_flight: int  # 0: unbounded
-    serial: bool = False  # one at a time, spaced from the previous *answer*
+    max_rate: float
+    max_in_flight: int
+    serial: bool = False
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the plan sets any limit (a rate ceiling or an in-flight cap)."""
+        return math.isfinite(self.max_rate) or self.max_in_flight != 0
 
 
-# A host nobody publishes a limit for starts here and learns upwards.
-UNKNOWN_START_RATE = 2.0
-UNKNOWN_MAX_RATE = 20.0
-UNKNOWN_START_IN_FLIGHT = 1
-UNKNOWN_MAX_IN_FLIGHT = 8
-
-# Hosts built to take thousands of requests a second from one client (Amazon S3
-# serves the PMC bucket): unpaced until they say otherwise (S3 answers 503 SlowDown).
-SCALABLE_HOSTS: frozenset[str] = frozenset({"pmc-oa-opendata.s3.amazonaws.com"})
-
-# After a throttle the rate is cut to this share of the rate that provoked it ...
-CUT = 0.5
-# ... and the learned ceiling is this share of it (room for the overshoot a burst allowance
-# hides: the host admits a burst above its rate before it throttles).
-LEARNED_SHARE = 0.8
-# ... or this share, after a host that asks for HARSH_WAIT seconds or more.
-LEARNED_SHARE_HARSH = 0.75
-HARSH_WAIT = 5.0
-# The throttled pace is taken as at least this share of the pace granted at the time: the
-# pace measured over the recent sends lags far behind a fast slow start ...
-PACE_SHARE = 0.7
-# ... or this share, when the recent sends measured under RAMP_LAG of the pace granted: the
-# throttle came early in a ramp, at the first paces past a limit that allows no burst (a
-# host allowing a burst lets the pace sit above its limit until the burst is spent, and
-# the measured pace catches up meanwhile). ADR 0007, fourth addendum.
-PACE_SHARE_EARLY = 0.85
-RAMP_LAG = 0.6
-# A throttle at a pace the host had just answered cleanly PROVEN_ANSWERS times in a row (each
-# at STEADY_LEVEL of it or faster) found a limit below that pace by no more than a burst
-# allowance spread over the time the pace held: assuming a burst of at most BURST_SECONDS
-# of the limit, the ceiling keeps up to STEADY_SHARE of that pace.
-STEADY_SHARE = 0.9
-STEADY_LEVEL = 0.95
-BURST_SECONDS = 1.0
-# Sends remembered to tell how long a pace held: at 20/s, more than the 9 s that earn STEADY_SHARE.
-PACE_MEMORY = 256
-# Rate gained per clean answer: before the first throttle, and below a learned ceiling.
-SLOW_START_STEP = 0.5
-RECOVERY_STEP = 0.25
-# A learned ceiling is raised by PROBE_GAIN after PROBE_ANSWERS clean answers at it,
-# and no sooner than PROBE_AFTER seconds after the last throttle.
-PROBE_ANSWERS = 100
-PROBE_AFTER = 20.0
-PROBE_GAIN = 1.05
-# After a throttle that came with a wait of HARSH_WAIT seconds or more, probing waits this long.
-PROBE_AFTER_HARSH = 300.0
-# No host is ever paced slower than this many requests per second (see _floor).
-FLOOR_RATE = 0.5
-# A pace is *proven* once this many requests in a row, each held back by the pace, were
-# answered cleanly at it or faster; a later throttle never cuts the ceiling below half
-# of it, nor the pace below a quarter (see _floor).
-PROVEN_ANSWERS = 15
-# An exhausted window that resets within this many seconds frees one place per 1/limit s
-# (when the host announces its limit) rather than only at the reset (see _read_announced).
-SHORT_WINDOW = 1.0
-# A host's in-flight cap grows only after this many requests per throttle it has drawn
-# with more than one request out (and one), so that finding a concurrency limit costs at
-# most 1% of its requests.
-CAP_EVIDENCE = 100
-# ... and for a host that starts below its ceiling, the learned ceiling keeps this share of
-# that start: throttles at a pace judged safe for any host are failures, not a limit.
-START_SHARE = 0.75
-# The pace that provoked a throttle is measured over this many of the host's latest sends.
-MEASURED_SENDS = 32
-# Seconds after a cut during which further throttles only wait (they answer requests
-# paced before the cut could take effect).
-COOLDOWN = 1.0
-
-
-BUDGET_HEADER_HOSTS = frozenset({"api.openalex.org"})
-"""Hosts whose ``X-RateLimit-*`` count a daily budget of one request kind (OpenAlex's list
-calls), not a rate window: holding the host on them would stop its free singletons too."""
-
-
-def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> _Plan:
+def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> Plan:
     """Return the starting point and ceilings for ``host`` first asked at ``rate``.
 
-    ``known`` (from ``Session(host_limits=…)``) overrides what the library
-    knows; a published :class:`Rate` is trusted; anything else is learned.
+    ``known`` (from ``Session(host_limits=…)``) overrides what the library knows;
+    a published :class:`Rate` is a hard ceiling the host starts at; anything else
+    starts at :data:`START_RATE` under the politeness ceiling and learns.
     """
     if known is not None and (known.rate is not None or known.in_flight is not None):
         base = plan_for(host, rate)
         max_rate = known.rate if known.rate is not None else base.max_rate
-        max_in_flight = known.in_flight if known.in_flight is not None else base.max_in_flight
-        return _Plan(
-            known.rate if known.rate is not None else min(base.start_rate, max_rate),
-            max_rate,
-            _min_cap(base.start_in_flight, max_in_flight)
-            if known.in_flight is None
-            else known.in_flight,
-            max_in_flight,
-            base.serial,
-        )
+        start = known.rate if known.rate is not None else min(base.start_rate, max_rate)
+        cap = known.in_flight if known.in_flight is not None else base.max_in_flight
+        return Plan(start, max_rate, cap, serial=cap == 1 or base.serial)
     if rate.published:
         cap = rate.max_in_flight
-        return _Plan(rate.per_second, rate.per_second, cap, cap, serial=cap == 1)
+        return Plan(rate.per_second, rate.per_second, cap, serial=cap == 1)
     if host in SCALABLE_HOSTS:
-        return _Plan(math.inf, math.inf, 0, 0)
+        return Plan(math.inf, math.inf, 0)
     # An unpublished guess of the library's own (Rate.EUROPE_PMC, Rate.UNPAYWALL) is a
     # ceiling, not a starting point: the guess may be too fast for the real host.
-    max_rate = min(UNKNOWN_MAX_RATE, rate.per_second) if rate.min_interval else UNKNOWN_MAX_RATE
-    max_in_flight = rate.max_in_flight or UNKNOWN_MAX_IN_FLIGHT
-    return _Plan(
-        min(UNKNOWN_START_RATE, max_rate),
-        max_rate,
-        min(UNKNOWN_START_IN_FLIGHT, max_in_flight),
-        max_in_flight,
-    )
+    max_rate = min(UNLISTED_RATE, rate.per_second)
+    max_in_flight = _min_cap(rate.max_in_flight, UNLISTED_IN_FLIGHT)
+    # With no politeness ceiling at all (tests set UNLISTED_RATE to inf) there is nothing
+    # to start below either.
+    start = min(START_RATE, max_rate) if math.isfinite(UNLISTED_RATE) else max_rate
+    return Plan(start, max_rate, max_in_flight)
 
 
 def _min_cap(a: int, b: int) -> int:
@@ -226,21 +242,25 @@ class Ticket:
     rate: float
     in_flight: int
     epoch: int
+    """The throttle episode it was sent in: one reaction per episode."""
     pressed: bool = field(default=False, kw_only=True)
     """It waited for its start slot: the pace, not the demand, set when it went."""
     crowded: bool = field(default=False, kw_only=True)
     """It waited for an in-flight place: the cap, not the demand, held it back."""
     sent: float = field(default=-math.inf, kw_only=True)
     """When it went (the limiter's clock); ``-inf`` when not known."""
+    round: int = field(default=0, kw_only=True)
+    """The slow-start round (pace generation) it was sent in."""
 
 
 @dataclass(frozen=True, slots=True)
 class Lessons:
     """What a limiter learned of its host, for a later session to start from.
 
-    The pace and in-flight cap it reached, the ceilings it learned, whether it
-    was still in slow start, and how long it waits before probing above its
-    ceiling (longer after a host answered a throttle with a long wait).
+    The pace and in-flight cap it reached, the slowest pace that drew a throttle
+    (``learned``, ``inf`` when none did) and the in-flight cap a throttle taught
+    (``learned_cap``, ``0`` when none), whether it was still in slow start, and
+    how long it waits after a throttle before probing.
     """
 
     rate: float
@@ -268,21 +288,36 @@ class LimiterState:
 class HostLimiter:
     """The adaptive pacing of one host; shared by every request a session sends it."""
 
-    def __init__(self, host: str, plan: _Plan, clock: Clock, policy: RetryPolicy) -> None:
+    def __init__(self, host: str, plan: Plan, clock: Clock, policy: RetryPolicy) -> None:
         self.host = host
         self.plan = plan
+        self.policy = policy
         self._clock = clock
-        self._policy = policy
-        self._max_wait = policy.max_wait
         self.rate = plan.start_rate
-        self._learned = plan.max_rate
-        self._announced = math.inf
-        self.cap = plan.start_in_flight
-        self._learned_cap = plan.max_in_flight
-        self._slow_start = plan.start_rate < plan.max_rate or plan.start_in_flight != (
-            plan.max_in_flight
-        )
-        self._next = -math.inf
+        self._slow_start = plan.start_rate < plan.max_rate
+        self._bad = math.inf  # the slowest pace that drew a throttle
+        self._announced = math.inf  # a rate ceiling the host announced
+        self._announced_cap = 0  # an in-flight ceiling the host announced
+        self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
+        self._most_clean = 0  # the most in flight a clean answer was sent with
+        self._srtt = 0.0  # smoothed round trip of clean answers (0: none yet)
+        self._min_rtt = math.inf  # the shortest round trip seen
+        self._best = 0.0  # the fastest pace ever proven (see _proven)
+        self._settled = math.inf  # the pace before a probe: the last one that held
+        self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
+        self._round = 0
+        self._round_start = -math.inf  # when the current pace was set
+        self._epoch = 0
+        self._quiet = 0.0  # what a failed probe would cost: the last throttle's hold (s)
+        self._calm_since = -math.inf  # the last throttle or probe
+        self._calm_answers = PROBE_EVERY  # clean answers since then
+        self._streak = 0  # throttle episodes in a row, for the back-off
+        # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
+        # in it, the last of them): since the last hold ended, and the one before that hold
+        # (sent until `_held_at`). A window never spans a hold: its idle time proves nothing.
+        self._window: _Window = (math.inf, 0, -math.inf)
+        self._before: _Window = (math.inf, 0, -math.inf)
+        self._held_at = -math.inf
         self._last_grant = -math.inf
         self._last_end = -math.inf
         self._paused_until = -math.inf
@@ -290,27 +325,32 @@ class HostLimiter:
         self._parked_reason = ""
         self._window_end = -math.inf
         self._window_left = 0
-        self._epoch = 0
-        self._last_cut = -math.inf
-        self._probe_after = PROBE_AFTER
-        self._streak = 0
-        self._clean = 0
-        self._at_ceiling = 0
-        self._proven = 0.0
-        # Throttles drawn with more than one request out: the only ones a concurrency
-        # limit can explain, and what a place more must be earned against.
-        self._crowd_throttles = 0
-        self._streak_rates: collections.deque[float] = collections.deque(maxlen=PROVEN_ANSWERS)
         self._holding = 0  # requests holding an in-flight place (sent or about to be)
-        self._asking = 0  # requests inside acquire(): the demand not yet granted
         self._sending = 0  # requests on the wire
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._slot_lock: asyncio.Lock | None = None  # made on the loop that uses it
+        self._answered: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._recent: collections.deque[float] = collections.deque(maxlen=MEASURED_SENDS)
-        # (start slot, pace granted) of the latest sends: how long a pace held (see _held_for).
-        self._paces: collections.deque[tuple[float, float]] = collections.deque(maxlen=PACE_MEMORY)
         self.requests = 0
         self.throttled = 0
+
+    # -- ceilings --------------------------------------------------------------------------
+
+    def _ceiling(self) -> float:
+        """The hard rate ceiling: published, given, or announced by the host."""
+        return min(self.plan.max_rate, self._announced)
+
+    @property
+    def cap(self) -> int:
+        """In-flight places now (``0``: unbounded): Little's law within the ceilings."""
+        hard = _min_cap(_min_cap(self.plan.max_in_flight, self._announced_cap), self._learned_cap)
+        return _min_cap(hard, self._little())
+
+    def _little(self) -> int:
+        """Places the pace needs at the smoothed round trip (``0``: not known yet)."""
+        if self._srtt <= 0 or not math.isfinite(self.rate):
+            return 0
+        return math.ceil(HEADROOM * self.rate * self._srtt) + 1
 
     # -- granting --------------------------------------------------------------------------
 
@@ -321,78 +361,101 @@ class HostLimiter:
         """
         self._adopt_loop()
         self._check_parked()
-        self._asking += 1
+        queued = await self._enter()
         try:
-            queued = await self._enter()
-            try:
-                slot, pressed = await self._wait_slot()
-            except BaseException:
-                self._leave()
-                raise
-        finally:
-            self._asking -= 1
+            slot, pressed = await self._wait_slot()
+        except BaseException:
+            self._leave()
+            raise
+        return self._grant(slot, pressed=pressed, crowded=queued and not pressed)
+
+    def _grant(self, slot: float, *, pressed: bool, crowded: bool) -> Ticket:
         self._sending += 1
         self.requests += 1
         self._last_grant = slot
-        self._recent.append(slot)
-        self._paces.append((slot, self.rate))
+        if math.isinf(self._window[0]):
+            self._window = (slot, 0, slot)
         if self._window_end > slot:
             self._window_left -= 1
-        # The cap held it back only if the pace would not have held it anyway.
-        crowded = queued and not pressed
         return Ticket(
-            self.rate, self._sending, self._epoch, pressed=pressed, crowded=crowded, sent=slot
+            self.rate,
+            self._at_host(slot),
+            self._epoch,
+            pressed=pressed,
+            crowded=crowded,
+            sent=slot,
+            round=self._round,
         )
+
+    def _at_host(self, slot: float) -> int:
+        """How many requests the host is likely serving as this one arrives (it included).
+
+        A request out for longer than the shortest round trip has most likely been
+        answered already, its answer still on the way: counting it would make a host
+        that serves one at a time look as if it had served two cleanly.
+        """
+        if self.cap == 0:
+            return self._sending  # unbounded: nothing is learned from it
+        out = self._out
+        out.append(slot)
+        return sum(1 for sent in out if sent > slot - self._min_rtt)
 
     def release(self, ticket: Ticket) -> None:
         """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
+        if ticket.sent in self._out:
+            self._out.remove(ticket.sent)
         self._sending = max(0, self._sending - 1)
         self._last_end = self._clock.now()
+        while self._answered:
+            answered = self._answered.popleft()
+            if not answered.done():
+                answered.set_result(None)
         self._leave()
 
     async def _wait_slot(self) -> tuple[float, bool]:
-        """Wait for the next start slot; return it and whether the pace (not a pause) set it."""
+        """Wait for the next start slot; return it and whether the pace (not a pause) set it.
+
+        One request at a time waits for its slot, the others queue behind it (FIFO), so a
+        slot is only ever reserved one interval ahead: a pace raised or cut meanwhile
+        applies to the very next request, and a lagging wake-up never makes a burst.
+        """
         clock = self._clock
-        pressed: bool | None = None
-        while True:
-            now = clock.now()
-            slot = max(now, self._next, self._paused_until)
-            if self.plan.serial:
-                slot = max(slot, self._last_end + self._interval())
-            if self._window_left <= 0 and self._window_end > slot:
-                slot = self._window_end
-            if pressed is None:
-                # Judged once, on arrival: a pause or an exhausted window says nothing about
-                # whether the pace is too slow, the spacing behind other requests does.
-                held = max(now, self._paused_until)
-                if self._window_left <= 0:
-                    held = max(held, self._window_end)
-                pressed = slot > held
-            # Reserved before awaiting, so concurrent callers line up one interval apart.
-            self._next = slot + self._interval()
-            if slot > now:
+        if self._slot_lock is None:
+            self._slot_lock = asyncio.Lock()
+        # Queued behind another request that waits for the pace: the pace holds this one.
+        queued = self._slot_lock.locked() and self._paused_until <= clock.now()
+        async with self._slot_lock:
+            pressed: bool | None = None
+            while True:
+                self._check_parked()
+                now = clock.now()
+                free = max(now, self._paused_until)
+                if self._window_left <= 0 and self._window_end > free:
+                    free = self._window_end
+                slot = max(free, self._last_grant + self._interval())
+                if self.plan.serial:
+                    slot = max(slot, self._last_end + self._interval())
+                if pressed is None:
+                    pressed = queued or slot > free
+                cap = self.cap
+                if cap and self._sending >= cap:
+                    # The cap fell below the places already taken (a concurrency throttle):
+                    # the head of the queue waits for an answer before it goes.
+                    answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                    self._answered.append(answered)
+                    await answered
+                    continue
+                if slot <= now:
+                    return now, pressed
                 await clock.sleep(slot - now)
-            self._check_parked()
-            if self._paused_until <= slot and not (
-                self._window_left <= 0 and self._window_end > slot
-            ):
-                # Slots are reserved ahead; when a busy event loop woke the previous
-                # request late, this one keeps a whole interval from when that one really
-                # went, so a lag never turns two slots into a burst (a host that allows no
-                # burst answers it with a 429).
-                # Checked again after each wait: another request may have gone meanwhile.
-                while (late := self._last_grant + self._interval() - clock.now()) > 0:
-                    await clock.sleep(late)
-                    self._check_parked()
-                return max(slot, clock.now()), pressed
-            # A pause began while this request waited: queue again behind it.
 
     def _interval(self) -> float:
         return 0.0 if math.isinf(self.rate) else 1.0 / self.rate
 
     async def _enter(self) -> bool:
         """Take an in-flight place; return whether the request had to queue for it."""
-        if not self._waiters and (not self.cap or self._holding < self.cap):
+        cap = self.cap
+        if not self._waiters and (not cap or self._holding < cap):
             self._holding += 1
             return False
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -417,7 +480,8 @@ class HostLimiter:
         self._wake()
 
     def _wake(self) -> None:
-        while self._waiters and (not self.cap or self._holding < self.cap):
+        cap = self.cap
+        while self._waiters and (not cap or self._holding < cap):
             future = self._waiters.popleft()
             if future.done():
                 continue
@@ -433,9 +497,11 @@ class HostLimiter:
             self._waiters.clear()
             self._holding = 0
             self._sending = 0
-            self._asking = 0
+            self._out.clear()
+            self._slot_lock = None
+            self._answered.clear()
 
-    # -- parking ---------------------------------------------------------------------------
+    # -- holding and parking ---------------------------------------------------------------
 
     @property
     def parked(self) -> str | None:
@@ -464,10 +530,31 @@ class HostLimiter:
 
     def _hold(self, wait: float) -> str | None:
         """Pause the host for ``wait`` seconds, or park it if that is past the budget."""
-        if wait > self._max_wait:
+        if wait > self.policy.max_wait:
             return self._park(wait)
-        self._paused_until = max(self._paused_until, self._clock.now() + wait)
+        until = self._clock.now() + wait
+        if until > self._paused_until:
+            self._paused_until = until
+            # The bucket refills during a hold: what is sent after it proves a rate anew.
+            if self._window[1] > 1:
+                self._before, self._held_at = self._window, self._clock.now()
+            self._window = (math.inf, 0, -math.inf)
         return None
+
+    def park_if_asked(self, status: int, headers: Mapping[str, str]) -> str | None:
+        """Park the host if a throttling answer asks for a wait past the budget.
+
+        Returns the park reason, or ``None`` when the wait (if any) is within it.
+        """
+        asked = self._asked(status, headers)
+        if asked is not None and asked > self.policy.max_wait:
+            return self._park(asked)
+        return None
+
+    def _asked(self, status: int, headers: Mapping[str, str]) -> float | None:
+        if status not in (429, 503):
+            return None
+        return parse_retry_after(headers.get("retry-after"), now=self._clock.wall())
 
     # -- learning --------------------------------------------------------------------------
 
@@ -488,270 +575,218 @@ class HostLimiter:
         parked = self._read_announced(headers, ticket.sent)
         if throttled:
             self.throttled += 1
-            if ticket.in_flight > 1:
-                self._crowd_throttles += 1
-            asked = None
-            if status in (429, 503):
-                asked = parse_retry_after(headers.get("retry-after"), now=self._clock.wall())
-            if asked is not None and asked > self._max_wait:
+            asked = self._asked(status, headers)
+            if asked is not None and asked > self.policy.max_wait:
                 return self._park(asked)
             own = 0.0
-            # One cut per episode: the throttles of requests sent before the last cut, or
-            # within its cool-down, tell nothing new about the pace; they only wait.
-            if (
-                not retry
-                and ticket.epoch == self._epoch
-                and self._clock.now() - self._last_cut >= COOLDOWN
-            ):
-                self._cut(ticket, harsh=asked is not None and asked >= HARSH_WAIT)
+            # One reaction per episode: a request sent before the last cut (or a retry)
+            # tells nothing new about the pace; it only waits.
+            if not retry and ticket.epoch == self._epoch:
+                self._cut(ticket)
                 self._streak += 1
-                own = min(self._policy.max_delay, self._backoff_base() * 2.0 ** (self._streak - 1))
+                base = max(self.policy.base_delay, 2.0 * self._interval())
+                own = min(self.policy.max_delay, base * 2.0 ** (self._streak - 1))
+                # What a failed probe costs: this hold (see _clean).
+                self._quiet = max(own, asked or 0.0)
             return self._hold(max(own, asked or 0.0)) or parked
         if status < 500:
-            self._grow(ticket)
+            self._clean(ticket)
         return parked
 
-    def _backoff_base(self) -> float:
-        # At least two intervals at the new rate, so the host's bucket has room again.
-        return max(self._policy.base_delay, 2.0 * self._interval())
+    def _proven(self) -> float:
+        """The fastest rate the host has provably admitted (see BURST_SECONDS)."""
+        return max(count / (last - start + BURST_SECONDS) for start, count, last in self._windows())
 
-    def _measured_rate(self) -> float:
-        """Starts per second over the recent sends (``inf`` when too few to tell)."""
-        recent = self._recent
-        if len(recent) < 4:
-            return math.inf
-        span = recent[-1] - recent[0]
-        return (len(recent) - 1) / span if span > 0 else math.inf
+    def _achieved(self) -> float:
+        """The fastest rate the host admitted over a window, its burst included.
 
-    def _held_for(self, ticket: Ticket) -> float:
-        """Seconds the pace of ``ticket`` held before it was throttled, 0 if it did not hold.
-
-        It held if the latest PROVEN_ANSWERS answers, each held back by the pace, came
-        back clean at STEADY_LEVEL of it or faster; the time is counted from the first
-        send of the stretch granted at that level. A host that already throttled more
-        than once in CAP_EVIDENCE requests is not given the benefit of the doubt.
+        ``inf`` before two clean answers: nothing is known against the pace yet.
         """
-        rates = self._streak_rates
-        level = STEADY_LEVEL * ticket.rate
-        if (
-            not math.isfinite(ticket.rate)
-            or len(rates) < PROVEN_ANSWERS
-            or min(rates) < level
-            or self.requests < CAP_EVIDENCE * self._epoch
-            or not self._paces
-        ):
-            return 0.0
-        last = self._paces[-1][0]
-        since = last
-        for slot, rate in reversed(self._paces):
-            if rate < level:
-                break
-            since = slot
-        return last - since
+        rates = [
+            (n - 1) / (last - start) for start, n, last in self._windows() if n > 1 and last > start
+        ]
+        return max(rates) if rates else math.inf
 
-    def _cut(self, ticket: Ticket, *, harsh: bool = False) -> None:
-        # The pace that provoked the throttle: what was measured over the recent sends, which
-        # lags behind a pace still rising, but no less than a share of the pace granted.
-        measured = self._measured_rate()
-        provoked = min(ticket.rate, measured)
-        held = self._held_for(ticket)
-        if math.isfinite(ticket.rate):
-            early = measured < RAMP_LAG * ticket.rate
-            provoked = max(provoked, (PACE_SHARE_EARLY if early else PACE_SHARE) * ticket.rate)
-        if math.isinf(provoked):
-            provoked = UNKNOWN_MAX_RATE
-        floor = self._floor()
-        # A host that punishes a throttle with a long wait is worth a wider margin.
-        share = LEARNED_SHARE_HARSH if harsh else LEARNED_SHARE
-        learned = provoked * share
-        if held > 0:
-            # The pace held for `held` seconds before the host's allowance ran out: the limit
-            # is at least pace * held / (held + burst), for a burst of BURST_SECONDS at most.
-            learned = max(learned, ticket.rate * min(STEADY_SHARE, held / (held + BURST_SECONDS)))
-        # A pace the host has answered cleanly many times over is not what this throttle
-        # is about: throttles that keep coming far below it are failures (random 429s and
-        # 503s), and must not ratchet the ceiling down to the floor one by one.
-        self._learned = max(self._learned_floor(), learned)
-        self._streak_rates.clear()
-        self.rate = max(floor, provoked * CUT)
-        if ticket.in_flight > 1:
-            # One throttle cannot tell a rate limit from a concurrency limit, and the pace
-            # already answers the first: never learn a cap below two from it (a host that
-            # takes one at a time throttles again, and the pace falls until answers no
-            # longer overlap).
-            self._learned_cap = _min_cap(self._learned_cap, max(2, ticket.in_flight - 1))
-            self.cap = max(1, min(self.cap or ticket.in_flight, ticket.in_flight) // 2)
-        self._slow_start = False
+    def _windows(self) -> list[_Window]:
+        # The window since the last hold, once it holds evidence; until then the one before.
+        for window in (self._window, self._before):
+            if window[1] > 1:
+                return [window]
+        return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
+
+    def _cut(self, ticket: Ticket) -> None:
         self._epoch += 1
-        self._last_cut = self._clock.now()
-        # Probing above the ceiling costs one throttle when it finds the limit: after a
-        # host that answers a throttle with a long wait, that costs too much to do often.
-        self._probe_after = PROBE_AFTER_HARSH if harsh else PROBE_AFTER
-        self._clean = 0
-        self._at_ceiling = 0
+        self._calm_since = self._clock.now()
+        self._calm_answers = 0
+        self._slow_start = False
+        proven = self._proven()
+        self._best = max(self._best, proven)
+        if ticket.in_flight > max(1, self._most_clean):
+            # More at the host than any clean answer was sent with: a concurrency limit is
+            # the likelier reading. Cap in flight where answers were clean (a later probe
+            # adds a place back when the cap binds); the pace stays.
+            self._learned_cap = max(1, self._most_clean)
+            self._wake()
+            return
+        drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
+        self._bad = min(self._bad, drew)
+        # Back to the last pace that held: half this one (the previous round's), unless the
+        # host admitted less than that; never below what it provably admitted.
+        back = min(CUT * drew, self._achieved())
+        # A host throttling far below a pace it once proved is failing, not limiting (random
+        # 429s and 503s): those must not ratchet the pace down to the floor one by one.
+        floor = max(FLOOR_RATE, CUT * self._best)
+        self.rate = self._settled = min(self._ceiling(), max(floor, proven, back))
 
-    def _floor(self) -> float:
-        """The slowest this host is ever paced: a quarter of where it started, 0.5/s at least.
+    def _measured(self) -> float:
+        achieved = self._achieved()
+        return achieved if math.isfinite(achieved) else UNLISTED_RATE
 
-        A host that still throttles at that pace is failing rather than limiting,
-        and its pauses (Retry-After, back-off) slow it further anyway.
-        """
-        start = self.plan.start_rate
-        floor = FLOOR_RATE if math.isinf(start) else max(FLOOR_RATE, start / 4)
-        return max(floor, self._proven / 4)
-
-    def _learned_floor(self) -> float:
-        """The lowest a throttle sets the learned ceiling: half the proven pace, and for a
-        host that started below its ceiling, most of that start (judged safe for any host).
-
-        A host that keeps throttling there is failing, not limiting: each throttle still
-        cuts the pace and holds the host, but the ceiling the pace recovers to stays.
-        """
-        floor = max(self._floor(), self._proven / 2)
-        plan = self.plan
-        if math.isfinite(plan.start_rate) and plan.start_rate < plan.max_rate:
-            floor = max(floor, START_SHARE * plan.start_rate)
-        return floor
-
-    def _earned_rate(self) -> float:
-        """The fastest slow start may pace a host before a throttle would be affordable.
-
-        Slow start finds a host's limit by passing it, which costs one throttle. That
-        is worth it only for a host with at least CAP_EVIDENCE requests asked or waiting
-        (one throttle in a hundred); a host asked less often (a few dozen articles of one
-        publisher) stays within twice its start, where a drawn limit is rarely crossed.
-        """
-        demand = self.requests + self._asking
-        if demand >= CAP_EVIDENCE or math.isinf(self.plan.start_rate):
-            return math.inf
-        return self.plan.start_rate * (1.0 + demand / CAP_EVIDENCE)
-
-    def _ceiling(self) -> float:
-        return min(self.plan.max_rate, self._learned, self._announced)
-
-    def _grow(self, ticket: Ticket) -> None:
+    def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
-        # Only a limit that held a request back is raised: a host asked less often than
-        # its pace allows keeps its pace, so a burst of demand later cannot meet a pace
-        # that was never tried against the host.
-        if ticket.pressed:
-            self._grow_pace(ticket)
-        if ticket.crowded:
-            self._grow_cap()
-
-    def _grow_pace(self, ticket: Ticket) -> None:
-        if math.isfinite(ticket.rate):
-            self._streak_rates.append(ticket.rate)
-            if len(self._streak_rates) == PROVEN_ANSWERS:
-                self._proven = max(self._proven, min(self._streak_rates))
+        self._calm_answers += 1
+        now = self._clock.now()
+        self._window = _counted(self._window, ticket.sent)
+        if ticket.sent < self._held_at:
+            self._before = _counted(self._before, ticket.sent)
+        if math.isfinite(ticket.sent):
+            rtt = max(0.0, now - ticket.sent)
+            self._srtt = rtt if self._srtt <= 0 else self._srtt + SRTT_GAIN * (rtt - self._srtt)
+            self._min_rtt = min(self._min_rtt, rtt)
+        self._most_clean = max(self._most_clean, ticket.in_flight)
+        if not ticket.pressed or ticket.round != self._round:
+            return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
         if self._slow_start:
-            ceiling = min(ceiling, self._earned_rate())
-        if self.rate < ceiling:
-            step = SLOW_START_STEP if self._slow_start else RECOVERY_STEP
-            self.rate = min(ceiling, self.rate + step)
-        elif (
-            self._learned < self.plan.max_rate
-            and self._clock.now() - self._last_cut >= self._probe_after
-        ):
-            self._at_ceiling += 1
-            if self._at_ceiling >= PROBE_ANSWERS:
-                self._learned = min(self.plan.max_rate, self._learned * PROBE_GAIN)
-                if self._learned_cap and self._learned_cap != self.plan.max_in_flight:
-                    self._learned_cap = _min_cap(self.plan.max_in_flight, self._learned_cap + 1)
-                self._at_ceiling = 0
+            if ticket.sent < self._round_start + min(BURST_SECONDS, ROUND_RTTS * self._srtt):
+                return  # too early in its round to tell the pace from the host's burst
+            # Double per round, but add at most one request in flight per round trip: a
+            # long round trip shows an overshoot late, with many requests already out.
+            step = 1.0 / self._srtt if self._srtt > 0 else self.rate
+            self._advance(min(ceiling, self.rate + min(self.rate, step)))
+            if self.rate >= ceiling:
+                self._slow_start = False
+        elif self.rate < ceiling:
+            # A probe halfway to the slowest throttled pace (or double, if none throttled),
+            # once the time it would have saved over the calm stretch so far is worth what
+            # its failure costs (one throttle and its hold): rare after a long hold.
+            target = min(
+                ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
+            )
+            calm = now - self._calm_since
+            if self._calm_answers >= PROBE_EVERY and (target / self.rate - 1) * calm >= self._quiet:
+                self._settled = self.rate
+                if self._learned_cap and self._learned_cap < self._little():
+                    self._learned_cap += 1  # the cap binds: probe a place more too
+                self._advance(target)
+                self._calm_since = now
+                self._calm_answers = 0
 
-    def _grow_cap(self) -> None:
-        cap_ceiling = _min_cap(self._learned_cap, self.plan.max_in_flight)
-        # A place more is the one growth a host may punish at once (a host taking one
-        # request at a time answers the second with a 429): it is tried only once a throttle
-        # would cost at most one in CAP_EVIDENCE of the requests this host has answered,
-        # counting the throttles that came with more than one request out.
-        earned = self.requests >= CAP_EVIDENCE * (self._crowd_throttles + 1)
-        if earned and self.cap and (not cap_ceiling or self.cap < cap_ceiling):
-            self._clean += 1
-            if self._clean >= 2 * self.cap:
-                self.cap += 1
-                self._clean = 0
-                self._wake()
+    def _advance(self, rate: float) -> None:
+        if rate > self.rate:
+            self.rate = rate
+            self._round += 1
+            self._round_start = self._clock.now()
+            self._wake()
 
     def _read_announced(self, headers: Mapping[str, str], sent: float) -> str | None:
-        # Crossref: "X-Rate-Limit-Limit: 50" per "X-Rate-Limit-Interval: 1s".
+        # Crossref: "x-rate-limit-limit: 50" per "x-rate-limit-interval: 1s", and
+        # "x-concurrency-limit: 3": ceilings, never probed past.
         limit = _number(headers.get("x-rate-limit-limit"))
         interval = _seconds(headers.get("x-rate-limit-interval"))
         if limit and interval:
-            self._announced = max(FLOOR_RATE, limit / interval)
-            if self.rate > self._ceiling():
-                self.rate = self._ceiling()
+            self._announce_rate(limit / interval)
+        concurrency = _number(headers.get("x-concurrency-limit"))
+        if concurrency and concurrency >= 1:
+            self._announced_cap = int(concurrency)
+        # IETF: 'RateLimit-Policy: "default";q=100;w=60' is a ceiling of q per w seconds;
+        # 'RateLimit: "default";r=0;t=30' is what is left of the window and when it resets.
+        policy = _structured(headers.get("ratelimit-policy"))
+        if policy is not None and policy.get("q") and 0 < policy.get("w", 0) <= 60:
+            # A window of a minute or less is a pace (per_second / per_minute in the limits
+            # table); a longer one is a quota, counted by what is left of it below.
+            self._announce_rate(policy["q"] / policy["w"])
+        windows: list[tuple[float | None, float | None, float | None]] = []
+        left = _structured(headers.get("ratelimit"))
+        if left is not None:
+            windows.append((left.get("r"), left.get("t"), policy.get("q") if policy else None))
         for prefix in ("x-ratelimit-", "ratelimit-"):
             if prefix == "x-ratelimit-" and self.host in BUDGET_HEADER_HOSTS:
                 continue  # a daily budget, not a window: the quota ledger reads it per kind
-            remaining = _number(headers.get(prefix + "remaining"))
-            reset = _number(headers.get(prefix + "reset"))
+            windows.append(
+                (
+                    _number(headers.get(prefix + "remaining")),
+                    _number(headers.get(prefix + "reset")),
+                    _number(headers.get(prefix + "limit")),
+                )
+            )
+        for remaining, reset, quota in windows:
+            if quota and quota >= 1 and self.host not in BUDGET_HEADER_HOSTS:
+                # Whatever the window, a host announcing n per window of a second or more
+                # admits at most n a second: an upper bound, never below its real pace.
+                self._announce_rate(quota)
             if remaining is None or reset is None:
                 continue
-            # A reset far beyond any window length is an epoch time, not a delay.
-            wait = reset - self._clock.wall() if reset > 1e8 else reset
-            if wait <= 0:
-                continue
-            if sane_seconds(wait, prefix + "reset") is None:
-                continue
-            limit = _number(headers.get(prefix + "limit"))
-            if remaining > 0 and wait <= SHORT_WINDOW and limit and limit > 0:
-                # A bucket full again within a second gives its places back one by one, not
-                # all at the reset: "1 left, reset in 1" from a small burst would otherwise
-                # hold the host to one request a second whatever its limit.
-                continue
-            if remaining <= 0 and wait <= SHORT_WINDOW and limit and limit > 0:
-                # A window of a second or less, counted in whole seconds: a token bucket
-                # with no burst to spare says "0 left, reset in 1" after every request, and
-                # one place frees after 1/limit s, not after the rounded-up second. Waiting
-                # the whole second would pace such a host at 1/s whatever its limit.
-                wait = min(wait, 1.0 / limit)
-                if math.isfinite(sent):
-                    # The host counted the request as it arrived, and the next one arrives as
-                    # far after it is sent: the place frees 1/limit s after this request
-                    # went, not after its answer came back (a round trip more per request).
-                    wait = sent + wait - self._clock.now()
-                    if wait <= 0:
-                        continue
-            now = self._clock.now()
-            self._window_end = now + wait
-            # Requests already on the wire count against what is left.
-            self._window_left = int(remaining) - max(0, self._sending)
-            if remaining <= 0:
-                return self._hold(wait)
+            held = self._count_window(remaining, reset, quota, sent)
+            if held is not None:
+                return held
         return None
+
+    def _announce_rate(self, rate: float) -> None:
+        self._announced = max(FLOOR_RATE, rate)
+        if self.rate > self._ceiling():
+            self.rate = self._ceiling()
+
+    def _count_window(
+        self, remaining: float, reset: float, limit: float | None, sent: float
+    ) -> str | None:
+        # A reset far beyond any window length is an epoch time, not a delay.
+        wait = reset - self._clock.wall() if reset > 1e8 else reset
+        if wait <= 0 or sane_seconds(wait, "rate-limit reset") is None:
+            return None
+        if wait <= SHORT_WINDOW and limit:
+            if remaining > 0:
+                # A bucket full again within a second gives places back one by one: "1 left,
+                # reset in 1" after a small burst must not hold the host to 1/s.
+                return None
+            # "0 left, reset in 1" from a bucket with no burst to spare: one place frees
+            # 1/limit s after this request went (the host counted it on arrival).
+            wait = min(wait, 1.0 / limit)
+            if math.isfinite(sent):
+                wait = sent + wait - self._clock.now()
+                if wait <= 0:
+                    return None
+        self._window_end = self._clock.now() + wait
+        # Requests already on the wire count against what is left.
+        self._window_left = int(remaining) - self._sending
+        return self._hold(wait) if remaining <= 0 else None
 
     # -- reporting -------------------------------------------------------------------------
 
     def lessons(self) -> Lessons:
         """Return what this limiter learned of its host (see :meth:`resume`)."""
         return Lessons(
-            rate=self.rate,
+            rate=min(self.rate, self._settled),  # a probe in progress is not a lesson
             cap=self.cap,
-            learned=self._learned,
+            learned=self._bad,
             learned_cap=self._learned_cap,
             slow_start=self._slow_start,
-            probe_after=self._probe_after,
+            probe_after=self._quiet,
         )
 
     def resume(self, lessons: Lessons) -> None:
         """Start from what an earlier limiter of the same host learned (a fresh limiter only).
 
-        The ceilings never rise above this limiter's own plan, and probing above
-        the learned ceiling waits its full delay from now, as after a throttle.
+        Nothing rises above this limiter's own plan, and a probe waits its full
+        quiet time from now, as after a throttle.
         """
-        plan = self.plan
-        self._learned = min(plan.max_rate, lessons.learned)
-        self._learned_cap = _min_cap(plan.max_in_flight, lessons.learned_cap)
-        self.rate = min(self._ceiling(), max(self._floor(), lessons.rate))
-        cap_ceiling = _min_cap(self._learned_cap, plan.max_in_flight)
-        self.cap = _min_cap(cap_ceiling, lessons.cap) if lessons.cap else cap_ceiling
-        self._slow_start = lessons.slow_start
-        self._probe_after = lessons.probe_after
-        if not lessons.slow_start:
-            self._last_cut = self._clock.now()
+        self._bad = lessons.learned
+        self._learned_cap = _min_cap(self.plan.max_in_flight, lessons.learned_cap)
+        self.rate = min(self._ceiling(), max(FLOOR_RATE, lessons.rate))
+        self._slow_start = lessons.slow_start and self.rate < self._ceiling()
+        self._quiet = lessons.probe_after
+        if not self._slow_start:
+            self._calm_since = self._clock.now()
 
     def state(self) -> LimiterState:
         """Return a snapshot of this host's pacing."""
@@ -759,7 +794,7 @@ class HostLimiter:
         return LimiterState(
             host=self.host,
             rate=self.rate,
-            ceiling=self._ceiling(),
+            ceiling=min(self._ceiling(), self._bad),
             in_flight_cap=self.cap,
             requests=self.requests,
             throttled=self.throttled,
@@ -768,18 +803,27 @@ class HostLimiter:
         )
 
 
-LimiterFactory = Callable[[str, _Plan, Clock, RetryPolicy], HostLimiter]
+LimiterFactory = Callable[[str, Plan, Clock, RetryPolicy], HostLimiter]
 """Builds the limiter of one host from its name, plan, clock and retry policy.
 
 :class:`HostLimiter` itself is the default. ``Session(limiter_factory=…)``
-plugs in another, e.g. one that also asks a coordinator shared by several
-processes (``litfetch_df.dask``); it must return a :class:`HostLimiter` (or a
-subclass) because the session calls ``acquire``, ``release``, ``observe``
-and ``state`` on it.
+plugs in another, e.g. one that asks a coordinator shared by several processes
+(``litfetch_df.dask``); it must return a :class:`HostLimiter` (or a subclass)
+because the session calls ``acquire``, ``release``, ``observe`` and ``state``.
 """
 
 
+_Window = tuple[float, int, float]
+
+
+def _counted(window: _Window, sent: float) -> _Window:
+    """``window`` with one more clean answer, if the request was sent inside it."""
+    start, count, last = window
+    return (start, count + 1, max(last, sent)) if sent >= start else window
+
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_PARAM = re.compile(r";\s*([a-z]+)\s*=\s*([0-9.]+)")
 
 
 def _number(value: str | None) -> float | None:
@@ -808,3 +852,27 @@ def _seconds(value: str | None) -> float | None:
     if sane_seconds(seconds, "rate-limit interval") is None:
         return None
     return seconds if seconds > 0 else None
+
+
+def _structured(value: str | None) -> dict[str, float] | None:
+    """The numeric parameters of the first item of an IETF ``RateLimit``/``-Policy`` field.
+
+    ``"default";q=100;w=60`` gives ``{"q": 100, "w": 60}``; the older draft's
+    ``100;w=60`` gives the leading number as ``q``. Unusable values are left out.
+    """
+    if not value:
+        return None
+    item = value.split(",")[0].strip()
+    params: dict[str, float] = {}
+    head = item.split(";")[0].strip()
+    if head and not head.startswith('"'):
+        quota = _number(head)
+        if quota is not None:
+            params["q"] = quota
+    for name, raw in _PARAM.findall(item.lower()):
+        number = _number(raw)
+        if number is not None:
+            params[name] = number
+    if "w" in params and sane_seconds(params["w"], "rate-limit window") is None:
+        del params["w"]
+    return params

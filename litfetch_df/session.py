@@ -47,6 +47,7 @@ from ._limiter import (
     Lessons,
     LimiterFactory,
     LimiterState,
+    is_pace_signal,
     plan_for,
 )
 from ._memo import AnswerMemo
@@ -997,7 +998,9 @@ class Session:
                 reason = shared.quota.reason_for(host, httpx.URL(url).path, params)
                 self._note_failure(f"deferred: {reason}")
                 raise QuotaDeferred(f"{reason}: {method} {shown}")
-            throttled = status in (429, 503) or status in rate.transient_statuses
+            # Only a pace signal slows the host; a 5xx without Retry-After is a fault, retried
+            # with a back-off below (ADR 0007).
+            throttled = is_pace_signal(host, status, response.headers, rate.transient_statuses)
             parked_reason = limiter.observe(
                 ticket, status, response.headers, throttled=throttled, retry=was_throttled
             )

@@ -111,10 +111,8 @@ def _unknown_hosts_unpaced(request: pytest.FixtureRequest, monkeypatch: pytest.M
         return
     from litfetch_df import _limiter
 
-    monkeypatch.setattr(_limiter, "UNKNOWN_START_RATE", float("inf"))
-    monkeypatch.setattr(_limiter, "UNKNOWN_MAX_RATE", float("inf"))
-    monkeypatch.setattr(_limiter, "UNKNOWN_START_IN_FLIGHT", 0)
-    monkeypatch.setattr(_limiter, "UNKNOWN_MAX_IN_FLIGHT", 0)
+    monkeypatch.setattr(_limiter, "UNLISTED_RATE", float("inf"))
+    monkeypatch.setattr(_limiter, "UNLISTED_IN_FLIGHT", 0)
 
 
 @pytest.fixture

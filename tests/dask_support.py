@@ -33,7 +33,5 @@ def unpace_unknown_hosts() -> None:
     """What the tests' autouse fixture does, in a worker process: unknown hosts unpaced."""
     from litfetch_df import _limiter
 
-    _limiter.UNKNOWN_START_RATE = float("inf")
-    _limiter.UNKNOWN_MAX_RATE = float("inf")
-    _limiter.UNKNOWN_START_IN_FLIGHT = 0
-    _limiter.UNKNOWN_MAX_IN_FLIGHT = 0
+    _limiter.UNLISTED_RATE = float("inf")
+    _limiter.UNLISTED_IN_FLIGHT = 0

@@ -18,7 +18,7 @@ pytest.importorskip("dask")  # litfetch_df.dask is the optional [dask] extra
 
 from litfetch_df import HostLimit, HostParked, RetryPolicy, Session
 from litfetch_df._http import Rate
-from litfetch_df._limiter import HostLimiter, _Plan, plan_for
+from litfetch_df._limiter import HostLimiter, Plan, plan_for
 from litfetch_df.dask.cluster import cluster_limiter
 from litfetch_df.dask.limiter import (
     ClusterHostLimiter,
@@ -143,7 +143,7 @@ async def test_a_host_parked_by_one_session_fails_at_once_in_the_other(fake: Fak
 LEASE = 5.0
 
 
-def _one_at_a_time() -> tuple[str, _Plan]:
+def _one_at_a_time() -> tuple[str, Plan]:
     return HOST, plan_for(HOST, Rate.DEFAULT, HostLimit(rate=RATE, in_flight=1))
 
 

@@ -1,5 +1,5 @@
-"""The adaptive per-host limiter: conservative starts, slowing on throttles, speeding up on
-clean answers, learned and announced ceilings, parking on long waits.
+"""The adaptive per-host limiter: slow start by rounds, in flight by Little's law, one
+reaction per throttle episode, rare probes, announced ceilings, parking on long waits.
 
 All on a virtual clock over ``httpx.MockTransport``, with the limiter's real
 starting points for hosts without a published limit (marker ``real_limits``).
@@ -103,22 +103,33 @@ def gaps(times: list[float]) -> list[float]:
     return [b - a for a, b in itertools.pairwise(sorted(times))]
 
 
-async def test_an_unpublished_host_starts_conservatively_and_learns_upwards() -> None:
+@pytest.mark.parametrize("latency", [0.05, 0.3, 0.5])
+async def test_slow_start_doubles_the_pace_per_round_from_the_first_request(
+    latency: float,
+) -> None:
+    # No demand gate and no "first hundred answers" phase: the first round goes at
+    # START_RATE with several requests out, and each round of pressed traffic doubles the
+    # pace until the politeness ceiling; in flight follows pace and round trip, within 8.
     clock = VirtualClock()
-    upstream = Upstream(clock, latency=0.5)
+    upstream = Upstream(clock, latency=latency)
+    n = 300
     async with upstream.session() as s:
-        await run_all(clock, [s.get(url(SPRINGER, n)) for n in range(300)])
+        started = clock.now()
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
         state = s.limits[SPRINGER]
     times = upstream.times(SPRINGER)
-    # a cautious start: one at a time, half a second apart
-    assert times[1] - times[0] >= 1 / _limiter.UNKNOWN_START_RATE - EPS
-    assert times[2] - times[1] >= 0.5 - EPS  # each waits for the answer before it
-    # clean answers speed it up, until the ceiling of places (8 in flight over 0.5 s answers
-    # carry 16/s) holds it back: a pace no request waits for is not raised further
-    assert state.rate >= _limiter.UNKNOWN_MAX_IN_FLIGHT / 0.5
-    assert state.in_flight_cap == _limiter.UNKNOWN_MAX_IN_FLIGHT
-    assert min(gaps(times)) >= 1 / _limiter.UNKNOWN_MAX_RATE - EPS
-    assert min(gaps(times[-50:])) < 2 * (1 / _limiter.UNKNOWN_MAX_RATE)
+    assert times[1] - times[0] == pytest.approx(1 / _limiter.START_RATE)
+    # several out before the first answer came back (at 300 ms and 500 ms)
+    assert sum(t < times[0] + latency for t in times) >= min(2, latency * _limiter.START_RATE)
+    # (at a long round trip the pace grows by at most one request in flight per round, up
+    # to what the in-flight ceiling lets through at that latency, at least)
+    pace = min(_limiter.UNLISTED_RATE, _limiter.UNLISTED_IN_FLIGHT / latency)
+    assert state.rate >= pace
+    assert min(gaps(times)) >= 1 / _limiter.UNLISTED_RATE - EPS
+    little = math.ceil(_limiter.HEADROOM * _limiter.UNLISTED_RATE * latency) + 1
+    assert state.in_flight_cap == min(_limiter.UNLISTED_IN_FLIGHT, little)
+    assert wall <= 1.2 * n / pace, wall  # latency never caps the pace
 
 
 async def test_the_library_guess_for_europe_pmc_is_a_ceiling_not_a_start() -> None:
@@ -128,8 +139,8 @@ async def test_the_library_guess_for_europe_pmc_is_a_ceiling_not_a_start() -> No
         await run_all(clock, [s.get(url(EPMC, n), rate=Rate.EUROPE_PMC) for n in range(300)])
         state = s.limits[EPMC]
     times = upstream.times(EPMC)
-    assert times[1] - times[0] >= 1 / _limiter.UNKNOWN_START_RATE - EPS
-    assert state.rate == min(Rate.EUROPE_PMC.per_second, _limiter.UNKNOWN_MAX_RATE)
+    assert times[1] - times[0] >= 1 / _limiter.START_RATE - EPS
+    assert state.rate == min(Rate.EUROPE_PMC.per_second, _limiter.UNLISTED_RATE)
     assert min(gaps(times)) >= Rate.EUROPE_PMC.min_interval - EPS
 
 
@@ -154,27 +165,43 @@ async def test_an_undisclosed_limit_is_found_with_few_429s(
     assert wall <= 1.5 * bound + 5, (wall, bound)
 
 
+def episodes(times: list[float]) -> list[list[float]]:
+    """The 429s grouped into episodes: those within a second of the previous one."""
+    groups: list[list[float]] = []
+    for t in sorted(times):
+        if groups and t - groups[-1][-1] < 1.0:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    return groups
+
+
 @pytest.mark.parametrize(("limit", "burst", "retry_after"), [(15.5, 11, "16"), (10.8, 8, "19")])
-async def test_a_host_that_asks_for_long_waits_is_throttled_in_one_episode(
+async def test_a_host_that_asks_for_long_waits_is_probed_rarely(
     limit: float, burst: int, retry_after: str
 ) -> None:
-    # Each throttle costs the whole host a long wait: after the first, the limiter keeps a
-    # wider margin and does not probe above it again within the run.
+    # Each throttle costs the whole host a long wait: after the first, a probe above the
+    # settled pace waits until the time it could have saved is worth that wait, so each
+    # episode is one or two 429s and episodes are far apart.
     clock = VirtualClock()
     upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, burst, retry_after)})
     n = 800
     async with upstream.session() as s:
+        started = clock.now()
         statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        wall = clock.now() - started
     assert statuses == [200] * n
-    throttled = [t for h, t, status in upstream.sent if status == 429]
-    assert len(throttled) <= 2 and max(throttled) - min(throttled) < 1.0, throttled
+    found = episodes([t for _, t, status in upstream.sent if status == 429])
+    assert len(found) <= 3 and all(len(e) <= 2 for e in found), found
+    hold = float(retry_after)
+    assert all(b[0] - a[-1] >= hold for a, b in itertools.pairwise(found)), found
+    assert wall <= 1.3 * n / limit + len(found) * hold, wall
 
 
 async def test_a_limit_allowing_no_burst_met_early_in_a_ramp_keeps_most_of_its_pace() -> None:
-    # A host that admits no burst throttles at the first paces past its limit, while the
-    # pace measured over the recent sends still lags far behind the fast slow start: the
-    # ceiling is learned from the pace granted, not from that lagging measure (which kept
-    # 0.58 of this limit and took 1.9x the bound).
+    # A host that admits no burst throttles at the first paces past its limit: the pace goes
+    # back to what the host admitted, not to a fixed share of the pace granted, and probes
+    # up from there rarely (each failed probe costs its 15 s wait).
     clock = VirtualClock()
     limit = 8.2
     upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, 1, "15")})
@@ -185,16 +212,16 @@ async def test_a_limit_allowing_no_burst_met_early_in_a_ramp_keeps_most_of_its_p
         wall = clock.now() - started
         state = s.limits[SPRINGER]
     assert statuses == [200] * n
-    assert upstream.throttled(SPRINGER) == 1
-    assert 0.65 * limit <= state.ceiling <= limit, state
-    assert wall <= 1.7 * n / limit, wall
+    found = episodes([t for _, t, status in upstream.sent if status == 429])
+    assert len(found) <= 3 and all(len(e) <= 2 for e in found), found
+    assert 0.65 * limit <= state.rate <= limit, state
+    assert wall <= 2.0 * n / limit, wall  # three 15 s holds on a 98 s bound
 
 
-async def test_a_pace_that_held_before_its_throttle_is_learned_close_to_the_limit() -> None:
+async def test_a_pace_that_held_before_its_throttle_is_kept_close_to_the_limit() -> None:
     # The pace sat at the 20/s ceiling for seconds before this host's burst allowance ran
-    # out: a limit far below it would have run out much sooner, so the learned ceiling stays
-    # close to that pace (a burst of at most a second of the limit assumed) instead of
-    # the usual wide margin below it (which kept 0.84 of this limit).
+    # out: the requests it admitted meanwhile prove a rate close to the limit (a burst of at
+    # most BURST_SECONDS of it assumed), and the pace goes back there, not to half.
     clock = VirtualClock()
     limit = 17.9
     upstream = Upstream(clock, limits={SPRINGER: Bucket(limit, 11, "9")})
@@ -204,20 +231,21 @@ async def test_a_pace_that_held_before_its_throttle_is_learned_close_to_the_limi
         state = s.limits[SPRINGER]
     assert statuses == [200] * n
     assert upstream.throttled(SPRINGER) == 1
-    assert 0.88 * limit <= state.ceiling <= limit, state
+    assert 0.88 * limit <= state.rate <= limit, state
+    assert state.ceiling == _limiter.UNLISTED_RATE  # the slowest throttled pace: the ceiling
 
 
-async def test_a_lone_throttle_after_a_long_clean_stretch_lowers_the_ceiling_a_notch() -> None:
+async def test_a_lone_throttle_after_a_long_clean_stretch_keeps_the_pace() -> None:
     # Arrival jitter can get one request throttled at a pace the host has taken cleanly for
-    # a minute: the limit is just above that pace, so the ceiling loses a tenth, not the
-    # quarter a throttle met in a ramp costs.
+    # a minute: what the host admitted over that minute proves the pace, so most of it stays
+    # (halving it, as after a throttle in a ramp, would be a loss for nothing).
     clock = VirtualClock()
     seen = itertools.count()
     before: list[float] = []
 
     def answer(request: httpx.Request) -> httpx.Response | None:
         if next(seen) == 700:
-            before.append(s.limits[SPRINGER].ceiling)
+            before.append(s.limits[SPRINGER].rate)
             return httpx.Response(429, headers={"Retry-After": "15"})
         return None
 
@@ -227,8 +255,8 @@ async def test_a_lone_throttle_after_a_long_clean_stretch_lowers_the_ceiling_a_n
         statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
         state = s.limits[SPRINGER]
     assert statuses == [200] * n
-    assert upstream.throttled(SPRINGER) == 2 and before, before
-    assert state.ceiling == pytest.approx(_limiter.STEADY_SHARE * before[0]), (state, before)
+    assert before, before
+    assert state.rate >= 0.75 * before[0], (state, before)
 
 
 class TickingClock(VirtualClock):
@@ -244,9 +272,8 @@ class TickingClock(VirtualClock):
 async def test_a_host_asked_less_often_than_its_pace_keeps_its_pace(
     clock_type: type[VirtualClock],
 ) -> None:
-    # Requests that never waited for their slot or place say nothing about a faster pace:
-    # an idle host's limiter stays where it started, so a later burst cannot meet an
-    # untried pace (the way a low-volume host drew its throttles in the bench).
+    # Requests that never waited for their slot say nothing about a faster pace: an idle
+    # host's limiter stays where it started, so a later burst cannot meet an untried pace.
     clock = clock_type()
     upstream = Upstream(clock, limits={SPRINGER: Bucket(4.4, 2)})
     async with upstream.session() as s:
@@ -254,62 +281,49 @@ async def test_a_host_asked_less_often_than_its_pace_keeps_its_pace(
         async def trickle() -> None:
             for k in range(40):
                 await s.get(url(SPRINGER, k))
-                await clock.sleep(1.0)  # one request a second: under the 2/s start
+                await clock.sleep(1.0)  # one request a second: under the start
 
         await clock.run(trickle())
         idle = s.limits[SPRINGER]
         await run_all(clock, [s.get(url(SPRINGER, 100 + k)) for k in range(30)])
         busy = s.limits[SPRINGER]
-    assert idle.rate == _limiter.UNKNOWN_START_RATE
-    assert idle.in_flight_cap == _limiter.UNKNOWN_START_IN_FLIGHT
-    assert busy.rate > idle.rate  # the burst held requests back, so the pace rose
-    assert upstream.throttled(SPRINGER) <= 1
+    assert idle.rate == _limiter.START_RATE
+    assert busy.rate != idle.rate  # the burst held requests back: the pace was tested
+    assert upstream.throttled(SPRINGER) <= 6  # finding 4.4/s from 20/s, no Retry-After
 
 
-async def test_a_host_asked_a_few_dozen_times_is_not_probed_past_its_limit() -> None:
-    # Slow start finds a limit by passing it, at the cost of one throttle: for a publisher
-    # asked 65 times (one 429 would be 1.5% of its requests) that is not worth it, so the
-    # pace stays within twice its start; the same host asked hundreds of times may probe.
-    clock = VirtualClock()
-    upstream = Upstream(clock, limits={SPRINGER: Bucket(4.4, 2, "16")})
-    async with upstream.session() as s:
-        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(65)])
-        few = s.limits[SPRINGER]
-        assert upstream.throttled(SPRINGER) == 0
-        more = await run_all(clock, [s.get(url(SPRINGER, 100 + k)) for k in range(300)])
-        many = s.limits[SPRINGER]
-    assert statuses == [200] * 65 and more == [200] * 300
-    assert few.rate <= 2 * _limiter.UNKNOWN_START_RATE
-    assert few.requests == 65
-    # with demand enough to afford a throttle the pace passed twice its start: it found the
-    # limit (one 429, or two within one episode) and settled below it
-    assert 1 <= upstream.throttled(SPRINGER) <= 2
-    assert many.ceiling <= 4.4
-    second = upstream.times(SPRINGER)[65:]
-    assert min(gaps(second)) < 1 / (2 * _limiter.UNKNOWN_START_RATE)
+@pytest.mark.parametrize("latency", [0.05, 0.3])
+async def test_a_small_table_takes_little_longer_than_its_bound(latency: float) -> None:
+    # Small tables are instant: 20 and 200 requests to a host that throttles nobody are
+    # paced by the politeness ceiling within a few round trips, whatever the latency.
+    for n in (20, 200):
+        clock = VirtualClock()
+        upstream = Upstream(clock, latency=latency)
+        async with upstream.session() as s:
+            started = clock.now()
+            await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+            wall = clock.now() - started
+        pace = min(_limiter.UNLISTED_RATE, _limiter.UNLISTED_IN_FLIGHT / latency)
+        bound = n / pace + latency
+        assert wall <= 1.3 * bound + 4 * latency, (n, wall, bound)
 
 
 @pytest.mark.parametrize("clock_type", [VirtualClock, TickingClock])
-async def test_the_in_flight_cap_grows_only_when_requests_queue_for_it(
-    clock_type: type[VirtualClock],
-) -> None:
+async def test_in_flight_follows_pace_and_round_trip(clock_type: type[VirtualClock]) -> None:
+    # Little's law: fast answers need few places at a pace, slow ones many; the cap is
+    # about HEADROOM * rate * srtt + 1, within the politeness ceiling of 8.
     clock = clock_type()
-    # Fast answers: one place keeps up with the pace, so the cap stays at its start.
     quick = Upstream(clock, latency=0.01)
     async with quick.session() as s:
-        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(60)])
-        assert s.limits[SPRINGER].in_flight_cap == _limiter.UNKNOWN_START_IN_FLIGHT
-    # Slow answers: requests queue for the one place, so the cap grows, but only once the
-    # host has answered enough requests that a throttle for a second place would cost at
-    # most 1% of them (a host that takes one request at a time punishes the second).
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+        state = s.limits[SPRINGER]
+        assert state.in_flight_cap == math.ceil(_limiter.HEADROOM * state.rate * 0.01) + 1
     slow = Upstream(clock, latency=0.5)
     async with slow.session() as s:
-        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(300)])
-        assert s.limits[SPRINGER].in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+        assert s.limits[SPRINGER].in_flight_cap == _limiter.UNLISTED_IN_FLIGHT
     times = slow.times(SPRINGER)
-    first = times[: _limiter.CAP_EVIDENCE]
-    assert min(gaps(first)) >= 0.5 - EPS  # one at a time, each after the last answer
-    assert min(gaps(times)) < 0.5 - EPS  # later, two overlap
+    assert sum(t < times[0] + 0.5 for t in times) >= 2  # overlapping from the first round
 
 
 async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> None:
@@ -322,7 +336,13 @@ async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> Non
     rng = random.Random(1)  # the unluckiest of seeds 0-4: the first throttle comes early
 
     def answer(request: httpx.Request) -> httpx.Response | None:
-        return httpx.Response(rng.choice([429, 503])) if rng.random() < 0.05 else None
+        if rng.random() >= 0.05:
+            return None
+        # a 503 that says when to come back is a throttle too (one without is a fault)
+        return httpx.Response(429) if rng.random() < 0.5 else retry_now()
+
+    def retry_now() -> httpx.Response:
+        return httpx.Response(503, headers={"Retry-After": "0"})
 
     upstream = Upstream(clock, answer=answer)
     n = 1200
@@ -333,9 +353,64 @@ async def test_random_throttles_do_not_ratchet_a_host_down_to_the_floor() -> Non
         state = s.limits[SPRINGER]
     assert statuses.count(200) >= n - 2  # a request throttled on every attempt may be lost
     assert state.throttled >= 40  # the host really did throttle all along
-    assert state.ceiling >= _limiter.START_SHARE * _limiter.UNKNOWN_START_RATE, state
+    assert state.rate >= _limiter.CUT * _limiter.START_RATE, state
     at_the_floor = n / _limiter.FLOOR_RATE
     assert wall <= 0.6 * at_the_floor, wall
+
+
+async def test_an_outage_without_retry_after_is_a_fault_not_a_pace_cut() -> None:
+    # A 503 (or 500/502/504) without Retry-After says the host is failing, not that the
+    # client is too fast: it is retried with a back-off, and the pace the host has shown
+    # it admits stays. Before, each outage answer cut the pace until the 0.5/s floor and a
+    # table with a failing source ran for minutes.
+    clock = VirtualClock()
+    down = {"on": False}
+    failing = {f"/p/{k}" for k in range(100, 160)}
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if down["on"] and request.url.path in failing:
+            return httpx.Response(503, text="Service Unavailable")
+        return None
+
+    upstream = Upstream(clock, answer=answer)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(100)])
+        before = s.limits[SPRINGER]
+        down["on"] = True
+        started = clock.now()
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(100, 300)])
+        wall = clock.now() - started
+        after = s.limits[SPRINGER]
+    assert statuses.count(503) == len(failing)  # each failed after its retries
+    assert statuses.count(200) == 200 - len(failing)
+    sent_503 = sum(1 for h, _, status in upstream.sent if h == SPRINGER and status == 503)
+    assert sent_503 == len(failing) * POLICY.max_attempts  # retried, not given up at once
+    assert after.throttled == 0 and after.rate == before.rate == _limiter.UNLISTED_RATE
+    # 200 requests at 20/s plus the back-offs of the last retries, not 0.5/s
+    assert wall <= 200 / _limiter.UNLISTED_RATE + 2 * POLICY.max_delay, wall
+
+
+@pytest.mark.parametrize(
+    ("host", "status", "headers", "signal"),
+    [
+        (SPRINGER, 429, {}, True),
+        (SPRINGER, 503, {"Retry-After": "3"}, True),
+        (SPRINGER, 503, {"X-RateLimit-Remaining": "0"}, True),
+        (SPRINGER, 503, {"ratelimit": '"default";r=0;t=2'}, True),
+        (SPRINGER, 503, {}, False),
+        (SPRINGER, 500, {"Retry-After": "3"}, False),
+        (SPRINGER, 502, {}, False),
+        (SPRINGER, 504, {}, False),
+        (SPRINGER, 403, {}, False),
+        (S3, 503, {}, True),  # Amazon S3's 503 SlowDown
+        ("api.openalex.org", 403, {}, True),  # with OpenAlex's slow-down status
+    ],
+)
+def test_only_429_and_a_503_that_says_more_are_pace_signals(
+    host: str, status: int, headers: dict[str, str], signal: bool
+) -> None:
+    slow_down = Rate.OPENALEX.transient_statuses if host == "api.openalex.org" else frozenset()
+    assert _limiter.is_pace_signal(host, status, headers, slow_down) is signal
 
 
 @dataclass
@@ -355,39 +430,36 @@ class OneAtATime(Upstream):
             self.busy -= 1
 
 
-async def test_a_host_taking_one_request_at_a_time_costs_at_most_one_throttle_in_a_hundred() -> (
-    None
-):
-    # Slow answers make requests queue for the one place, the signal to try a second; the
-    # try is held back until a throttle would cost at most 1% of what the host answered.
+async def test_a_host_taking_one_request_at_a_time_is_found_in_one_episode() -> None:
+    # Several go out in the first round; the one answered 429 with two at the host while
+    # every clean answer had one is read as a concurrency limit: one place from then on,
+    # and the pace is not cut for it.
     clock = VirtualClock()
     upstream = OneAtATime(clock, latency=0.25)
-    n = 90  # fewer than a hundred: not one throttle is affordable
+    n = 90
     async with upstream.session() as s:
         statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
         state = s.limits[SPRINGER]
     assert statuses == [200] * n
-    assert upstream.throttled(SPRINGER) == 0
+    assert len(episodes([t for _, t, status in upstream.sent if status == 429])) == 1
+    assert upstream.throttled(SPRINGER) <= 3
     assert state.in_flight_cap == 1
 
 
-async def test_a_rate_throttle_with_one_request_out_does_not_delay_a_second_place() -> None:
-    # One request out cannot break a concurrency limit, so a throttle drawn then (the pace
-    # met the host's rate) is not held against a second place: once answers slow down and
-    # requests queue for the one place, the cap grows after the first hundred requests, as
-    # on a host that never throttled.
+async def test_a_rate_throttle_with_one_request_out_does_not_cap_in_flight() -> None:
+    # One request at the host cannot break a concurrency limit, so a throttle drawn then
+    # (the pace met the host's rate) cuts the pace, not the places: once answers slow down,
+    # in flight grows with the round trip again.
     clock = VirtualClock()
     upstream = Upstream(clock, latency=0.05, limits={SPRINGER: Bucket(4.0, 1)})
     async with upstream.session() as s:
-        # A hundred asked at once: enough demand for slow start to pass the rate.
-        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(_limiter.CAP_EVIDENCE)])
-        assert s.limits[SPRINGER].throttled >= 1  # slow start met the rate, one request out
-        assert s.limits[SPRINGER].in_flight_cap == 1
+        await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(100)])
+        assert s.limits[SPRINGER].throttled >= 1
         upstream.latency = 1.0  # now one place carries only one request a second
         await run_all(clock, [s.get(url(SPRINGER, 1000 + k)) for k in range(80)])
         state = s.limits[SPRINGER]
-    assert state.requests < 2 * _limiter.CAP_EVIDENCE
-    assert state.in_flight_cap > _limiter.UNKNOWN_START_IN_FLIGHT, state
+    assert state.in_flight_cap > 1, state
+    assert 0.5 * 4.0 <= state.rate <= 4.0, state
 
 
 class LaggingClock(VirtualClock):
@@ -436,10 +508,10 @@ async def test_a_burst_of_429s_slows_the_host_and_clean_answers_speed_it_up_agai
         recovered = s.limits[SPRINGER].rate
     assert before == 10.0
     assert statuses == [429] * 4  # each given up after its attempts
-    assert slowed.rate <= before / 2
+    assert slowed.rate < before  # never below what the host admitted: it is also held
     assert slowed.throttled >= 4
     # the pause after a throttle held the whole host, and the pace recovered with clean answers
-    assert recovered > slowed.rate
+    assert recovered >= slowed.rate
     assert recovered <= 10.0  # never past the stated limit
 
 
@@ -663,23 +735,24 @@ async def test_a_later_session_starts_from_what_an_earlier_one_learned() -> None
         learned = first.lessons()
         before = first.limits[SPRINGER]
     throttled_first = upstream.throttled(SPRINGER)
-    assert throttled_first > 0 and learned[SPRINGER].learned < _limiter.UNKNOWN_MAX_RATE
+    assert throttled_first > 0 and learned[SPRINGER].learned <= _limiter.UNLISTED_RATE
 
     upstream.sent.clear()
+    await clock.run(clock.sleep(1.0))  # the next call begins a moment later: the bucket refills
     async with upstream.session(lessons=learned) as second:
         state = second.limits  # no limiter yet: made on the first request
         assert SPRINGER not in state
         await run_all(clock, [second.get(url(SPRINGER, 1000 + k)) for k in range(300)])
         after = second.limits[SPRINGER]
     times = upstream.times(SPRINGER)
-    # It starts at the pace the first one ended at, not at 2/s...
+    # It starts at the pace the first one ended at, not at START_RATE...
     assert times[1] - times[0] == pytest.approx(1 / learned[SPRINGER].rate)
-    assert times[1] - times[0] < 1 / _limiter.UNKNOWN_START_RATE
+    assert times[1] - times[0] < 1 / _limiter.START_RATE
     assert before.in_flight_cap == learned[SPRINGER].cap
-    assert after.requests == 300
+    assert after.requests == 300 + upstream.throttled(SPRINGER)  # each 429 retried once
     # ...so the second session draws fewer throttles than the first (at most a probe's).
     assert upstream.throttled(SPRINGER) < throttled_first
-    assert upstream.throttled(SPRINGER) <= 1
+    assert upstream.throttled(SPRINGER) <= 2  # a probe's
 
 
 def test_lessons_never_lift_a_limiter_above_its_own_plan() -> None:

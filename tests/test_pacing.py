@@ -208,7 +208,7 @@ async def test_retry_after_pauses_the_whole_host_and_the_queue_restarts_spaced(
     assert all(t >= pause_ends - EPS for t in later), [t - first for t in later]
     # ... and they restarted one interval apart at the cut rate, not as one burst
     # (never faster than the learned ceiling, a share of the pace that was throttled)
-    assert_spaced(later, 1 / (Rate.OPENALEX.per_second * _limiter.LEARNED_SHARE))
+    assert_spaced(later, 1 / (Rate.OPENALEX.per_second * _limiter.CUT))
     assert state.throttled == 1
     # the other host was not paused
     assert max(upstream.times(NCBI)) < pause_ends

@@ -11,9 +11,10 @@ in one place for the whole cluster (design: docs/adr/0013-cluster-limiter.md):
   the rate, pause or park the host for all of them. On a Dask cluster it runs
   as an actor on one worker; without one, on a background event loop.
 * :class:`ClusterHostLimiter` is what a worker's session uses for a coordinated
-  host (plug it in with :func:`limiter_factory`): it keeps the session's own
-  limiter logic, and asks the coordinator before each send, then reports the
-  answer back in one message.
+  host (plug it in with :func:`limiter_factory`): the coordinator alone paces
+  it (no second slow start per partition); the worker asks it before each
+  send, reports the answer back in one message, and parks the host locally
+  when an answer asks for a wait past the budget.
 * Hosts with no client limit (the PMC bucket on S3, file-download hosts) are
   not coordinated: each session paces them alone, so they scale with workers.
 """
@@ -30,7 +31,7 @@ from typing import Any, Final, Protocol
 
 from .._clock import Clock, SystemClock
 from .._http import RetryPolicy
-from .._limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Ticket, _Plan
+from .._limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Plan, Ticket
 
 __all__ = [
     "COORDINATED_HOSTS",
@@ -64,14 +65,29 @@ Absent on purpose: the PMC bucket (Amazon S3 takes thousands of requests a
 second) and the hosts files are downloaded from.
 """
 
-_RemoteTicket = tuple[float, int, int, bool, bool, int]
+_RemoteTicket = tuple[float, int, int, bool, bool, float, int, int]
 """A coordinator's grant as it travels: the ticket's rate, in-flight count, epoch, whether
-it was pressed and crowded (see :class:`Ticket`), and its lease id."""
+it was pressed and crowded, when it was sent (coordinator clock), its round (see
+:class:`Ticket`), and its lease id."""
 
 
 def _ticket(remote: _RemoteTicket) -> Ticket:
-    rate, in_flight, epoch, pressed, crowded, _ = remote
-    return Ticket(rate, in_flight, epoch, pressed=pressed, crowded=crowded)
+    rate, in_flight, epoch, pressed, crowded, sent, round_, _ = remote
+    # The send time travels too: a short announced window counts from the send.
+    return Ticket(rate, in_flight, epoch, pressed=pressed, crowded=crowded, sent=sent, round=round_)
+
+
+def _remote(ticket: Ticket, lease: int) -> _RemoteTicket:
+    return (
+        ticket.rate,
+        ticket.in_flight,
+        ticket.epoch,
+        ticket.pressed,
+        ticket.crowded,
+        ticket.sent,
+        ticket.round,
+        lease,
+    )
 
 
 DEFAULT_LEASE: Final = 600.0
@@ -117,7 +133,7 @@ class ClusterLimiter:
         self._reaper: asyncio.Task[None] | None = None
         self._reclaimed = 0
 
-    def _limiter(self, host: str, plan: _Plan, policy: RetryPolicy) -> HostLimiter:
+    def _limiter(self, host: str, plan: Plan, policy: RetryPolicy) -> HostLimiter:
         limiter = self._hosts.get(host)
         if limiter is None:
             # The first worker to ask brings the plan; every worker builds it the same way.
@@ -125,7 +141,7 @@ class ClusterLimiter:
             self._hosts[host] = limiter
         return limiter
 
-    async def acquire(self, host: str, plan: _Plan, policy: RetryPolicy) -> _RemoteTicket | str:
+    async def acquire(self, host: str, plan: Plan, policy: RetryPolicy) -> _RemoteTicket | str:
         """Wait for ``host``'s next slot and place; return the grant, or why it is parked."""
         limiter = self._limiter(host, plan, policy)
         try:
@@ -139,12 +155,12 @@ class ClusterLimiter:
         self._leases[lease] = _Lease(host, ticket, now + self._lease)
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
-        return (ticket.rate, ticket.in_flight, ticket.epoch, ticket.pressed, ticket.crowded, lease)
+        return _remote(ticket, lease)
 
     def _settle(self, host: str, grant: _RemoteTicket) -> Ticket:
         """Give back the place of ``grant`` unless its lease already ran out; return its ticket."""
         ticket = _ticket(grant)
-        held = self._leases.pop(grant[5], None)
+        held = self._leases.pop(grant[-1], None)
         if held is not None:
             self._hosts[held.host].release(held.ticket)
         if not self._leases and self._reaper is not None:
@@ -287,20 +303,21 @@ def _log_failure(future: Any) -> None:
 class _ClusterTicket(Ticket):
     """A local grant together with the coordinator's grant for the same request."""
 
-    remote: _RemoteTicket = (0.0, 0, 0, False, False, -1)
+    remote: _RemoteTicket = (0.0, 0, 0, False, False, float("-inf"), 0, -1)
 
 
 class ClusterHostLimiter(HostLimiter):
-    """A host's limiter in one worker's session that also holds the cluster's grant.
+    """A coordinated host's limiter in one worker's session: the coordinator paces it.
 
-    Each request first passes the session's own limiter (its own slow-downs
-    still apply), then waits for the coordinator's slot; the answer is
-    reported to the coordinator in one message, so a throttle any worker
-    meets slows every worker.
+    Each request asks the coordinator for its slot and place (no local pacing, so
+    a fresh partition's session adds no slow start of its own); the answer is
+    reported to the coordinator in one message, so a throttle any worker meets
+    slows every worker. Locally the host is only parked, when an answer asks for
+    a wait past the retry budget, so its rows fail at once without asking.
     """
 
     def __init__(
-        self, host: str, plan: _Plan, clock: Clock, policy: RetryPolicy, link: Link
+        self, host: str, plan: Plan, clock: Clock, policy: RetryPolicy, link: Link
     ) -> None:
         super().__init__(host, plan, clock, policy)
         self._link = link
@@ -309,32 +326,30 @@ class ClusterHostLimiter(HostLimiter):
         self._unreported: dict[int, _ClusterTicket] = {}
 
     async def acquire(self) -> Ticket:
-        """Wait for a place and slot here and at the coordinator; return the grant.
+        """Wait for the coordinator's slot and place for this host; return the grant.
 
         Raises :class:`HostParked` when the host is parked here or cluster-wide.
         """
-        ticket = await super().acquire()
-        try:
-            remote = await self._link.call("acquire", self.host, self.plan, self._policy)
-        except BaseException:
-            super().release(ticket)
-            raise
+        if self.parked is not None:
+            raise HostParked(self.parked)
+        remote = await self._link.call("acquire", self.host, self.plan, self.policy)
         if isinstance(remote, str):
-            super().release(ticket)
             raise HostParked(remote)
+        self.requests += 1
+        granted = _ticket(tuple(remote))  # type: ignore[arg-type]
         return _ClusterTicket(
-            ticket.rate,
-            ticket.in_flight,
-            ticket.epoch,
+            granted.rate,
+            granted.in_flight,
+            granted.epoch,
             tuple(remote),
-            pressed=ticket.pressed,
-            crowded=ticket.crowded,
-            sent=ticket.sent,
+            pressed=granted.pressed,
+            crowded=granted.crowded,
+            sent=granted.sent,
+            round=granted.round,
         )
 
     def release(self, ticket: Ticket) -> None:
-        """Give back the place here; the coordinator's goes back with the answer's report."""
-        super().release(ticket)
+        """Give back the coordinator's place with the answer's report (or alone, soon)."""
         if isinstance(ticket, _ClusterTicket):
             key = id(ticket)
             self._unreported[key] = ticket
@@ -355,8 +370,11 @@ class ClusterHostLimiter(HostLimiter):
         throttled: bool,
         retry: bool = False,
     ) -> str | None:
-        """Learn from the answer here, and report it to the coordinator with the release."""
-        parked = super().observe(ticket, status, headers, throttled=throttled, retry=retry)
+        """Report the answer to the coordinator (with the release); park here if it asks."""
+        parked: str | None = None
+        if throttled:
+            self.throttled += 1
+            parked = self.park_if_asked(status, headers)
         if isinstance(ticket, _ClusterTicket):
             self._unreported.pop(id(ticket), None)
             self._link.send(
@@ -373,9 +391,8 @@ def limiter_factory(link: Link, hosts: Collection[str] = COORDINATED_HOSTS) -> L
     """
     chosen = frozenset(h.lower() for h in hosts)
 
-    def build(host: str, plan: _Plan, clock: Clock, policy: RetryPolicy) -> HostLimiter:
-        bounded = plan.max_rate != float("inf") or plan.max_in_flight != 0
-        if host.lower() in chosen and bounded:
+    def build(host: str, plan: Plan, clock: Clock, policy: RetryPolicy) -> HostLimiter:
+        if host.lower() in chosen and plan.bounded:
             return ClusterHostLimiter(host, plan, clock, policy, link)
         return HostLimiter(host, plan, clock, policy)
 
