@@ -15,10 +15,12 @@ __all__ = ["related_ids"]
 log = get_logger(__name__)
 
 
-async def _from_biorxiv(http: Http, doi: str) -> tuple[Related, ...]:
+async def _from_biorxiv(
+    http: Http, doi: str, *, stop_at_known: bool = False
+) -> tuple[Related, ...]:
     if not is_preprint_doi(doi):
         return ()
-    published = await biorxiv_published_doi(http, doi)
+    published = await biorxiv_published_doi(http, doi, stop_at_known=stop_at_known)
     return (Related(RelationType.PUBLISHED, ArticleIds(doi=published)),) if published else ()
 
 
@@ -27,7 +29,14 @@ async def _from_crossref(http: Http, doi: str) -> tuple[Related, ...]:
     return crossref_relations(record) if record is not None else ()
 
 
-async def related_ids(http: Http, article_ids: ArticleIds) -> tuple[Related, ...]:
+def _settles(found: tuple[Related, ...]) -> bool:
+    """Whether Crossref's relations already give the preprint's published version."""
+    return any(r.relation is RelationType.PUBLISHED for r in found)
+
+
+async def related_ids(
+    http: Http, article_ids: ArticleIds, *, crossref_first: bool = False
+) -> tuple[Related, ...]:
     """Return the article's preprint / published counterparts, keyed on its DOI.
 
     A bioRxiv/medRxiv preprint DOI is followed to its published version
@@ -38,6 +47,13 @@ async def related_ids(http: Http, article_ids: ArticleIds) -> tuple[Related, ...
     first seen, bioRxiv before Crossref. Empty without a DOI, for a DOI that
     does not validate (no request is made), or when nothing links; a failing
     upstream contributes nothing.
+
+    With ``crossref_first`` (the frame's relations step, whose session holds
+    the Crossref records of the list requests already made) the Crossref
+    record is read first and bioRxiv/medRxiv is asked only when it leaves
+    the preprint's published version open (no ``is-preprint-of``); then the
+    first server that knows the DOI ends the search. Without it, both are
+    asked at once, as litfetch does.
     """
     if article_ids.doi is None:
         return ()
@@ -47,8 +63,15 @@ async def related_ids(http: Http, article_ids: ArticleIds) -> tuple[Related, ...
     except ValueError:
         log.warning("related_ids: not looking up an invalid DOI %r", article_ids.doi)
         return ()
-    # Different hosts: ask both at once, then order bioRxiv first.
-    biorxiv, crossref = await asyncio.gather(_from_biorxiv(http, doi), _from_crossref(http, doi))
+    if crossref_first:
+        crossref = await _from_crossref(http, doi)
+        settled = _settles(crossref)
+        biorxiv = () if settled else await _from_biorxiv(http, doi, stop_at_known=True)
+    else:
+        # Different hosts: ask both at once, then order bioRxiv first.
+        biorxiv, crossref = await asyncio.gather(
+            _from_biorxiv(http, doi), _from_crossref(http, doi)
+        )
     own = doi_key(doi)
     seen: set[tuple[RelationType, str]] = set()
     found: list[Related] = []

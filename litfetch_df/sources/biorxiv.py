@@ -105,10 +105,12 @@ def latest_published(collection: list[dict[str, Any]]) -> str | None:
         return None
 
 
-async def biorxiv_published_doi(http: Http, doi: str) -> str | None:
+async def biorxiv_published_doi(http: Http, doi: str, *, stop_at_known: bool = False) -> str | None:
     """Return the DOI of the journal version of preprint ``doi``, or ``None``.
 
     Asks ``biorxiv`` first, then ``medrxiv``; the first published DOI wins.
+    With ``stop_at_known`` a server that lists the DOI ends the search even
+    when it names no published version (a preprint is posted on one server).
     ``None`` (without a request) for a DOI that is not a preprint DOI.
     """
     if _preprint_path(doi) is None:
@@ -116,7 +118,7 @@ async def biorxiv_published_doi(http: Http, doi: str) -> str | None:
     for server in SERVERS:
         collection = await fetch_biorxiv_collection(http, doi, server)
         published = latest_published(collection) if collection else None
-        if published is not None:
+        if published is not None or (stop_at_known and collection):
             return published
     return None
 

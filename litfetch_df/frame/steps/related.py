@@ -41,14 +41,14 @@ class RelatedStep(UnitStep):
         return _DTYPES
 
     def services(self) -> frozenset[bulk.Service]:
-        """Crossref relations for every DOI in list requests first; bioRxiv stays per article."""
+        """Crossref relations for every DOI in list requests first; bioRxiv per article after."""
         return bulk.for_related()
 
     async def work(self, http: Http, job: Job) -> tuple[Related, ...]:
-        """The bundle's relations."""
+        """The bundle's relations: the held Crossref record first, bioRxiv for what it leaves."""
         from ...operations.relations import related_ids
 
-        return await related_ids(http, job.ids)
+        return await related_ids(http, job.ids, crossref_first=True)
 
     def cells(self, value: Any) -> Mapping[str, object]:
         """The relation cells, with the first preprint and published DOI picked out."""
