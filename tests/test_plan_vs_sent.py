@@ -82,3 +82,43 @@ def test_a_frame_not_made_by_run_has_no_request_rows() -> None:
     summary = pd.DataFrame({"doi": ["10.1000/x"]}).lit.summary()
     sections = set(summary.index.get_level_values("section"))
     assert not sections & {"requests planned", "requests sent"}
+
+
+SEEDS = (1, 2, 3, 4)
+"""Seeds of the test world whose plans and runs are summed (one seed's small counts are noise)."""
+
+SUM_TOLERANCE = 0.15
+"""Issue 24: the plan's requests per host within 15 % of what the runs sent, summed over seeds."""
+
+
+def test_the_plan_sums_to_what_runs_send_over_several_seeds() -> None:
+    planned: dict[str, int] = {}
+    sent: dict[str, int] = {}
+    for seed in SEEDS:
+        corpus = generate(150, seed=seed)
+        fake = FakeUpstream().start()
+        try:
+            World(corpus.articles, keys=WORLD_KEYS).install(fake)
+            cfg = _config(fake)
+            plan = plan_for(
+                corpus.frame, session=cfg["session"], credentials=CREDENTIALS, contact=CONTACT
+            )
+            corpus.frame.lit.run(**cfg)
+            received = World.requests_per_host(fake)
+        finally:
+            fake.stop()
+        for host, n in planned_by_host(plan).items():
+            planned[host] = planned.get(host, 0) + n
+        for host, n in received.items():
+            sent[host] = sent.get(host, 0) + n
+    # Hosts asked a handful of times in all are left out: one request there is a large share.
+    # Elsevier too: its prior is fitted at N=2,000 (half the Elsevier DOIs asked), while a
+    # table this small asks most of them (a known gap of the plan, issue 24).
+    judged = {h: n for h, n in sent.items() if n >= 10 and h != "api.elsevier.com"}
+    assert "www.ebi.ac.uk" in judged and "api.unpaywall.org" in judged, sent
+    off = {
+        host: (planned.get(host, 0), n)
+        for host, n in judged.items()
+        if abs(planned.get(host, 0) - n) > SUM_TOLERANCE * n
+    }
+    assert not off, f"planned/sent beyond {SUM_TOLERANCE:.0%}: {off}"
