@@ -60,7 +60,7 @@ STEPS = ("resolve", "bodies", "files", "licences")
 # Bulk caps (upstream.md 6.3 and 9).
 NCBI_CAP = 200
 EUROPE_PMC_CAP = 100
-OPENALEX_CAP = 50
+OPENALEX_CAP = 100  # OR values per filter (limits-2026.md §2)
 CROSSREF_CAP = 100
 S2_CAP = 500
 SPRINGER_META_CAP = 100
@@ -147,7 +147,7 @@ def resolve_rows(corpus: Corpus) -> tuple[list[Resolved], collections.Counter[st
 
     The chain is NCBI (ids grouped by type, 200 per request), then Europe PMC
     search for rows with a PMID but no PMCID (100 per request; it also returns
-    the DOI), then OpenAlex for rows still incomplete that have a DOI (50 per
+    the DOI), then OpenAlex for rows still incomplete that have a DOI (100 per
     request). A row already holding pmid, pmcid and doi costs nothing.
     """
     ncbi: dict[str, set[str]] = collections.defaultdict(set)

@@ -65,6 +65,16 @@ def test_openalex_keyed_budget_is_ten_thousand_list_calls_and_per_page_capped() 
     assert _ask(rules, big, 1.0)[0] == 400
 
 
+def test_openalex_or_values_and_url_length_capped() -> None:
+    rules = Rules2026()
+    ors = "|".join(f"10.1/{n}" for n in range(100))
+    assert _ask(rules, _req("api.openalex.org", "/works", {"filter": "doi:" + ors}), 0.0)[0] == 200
+    over = _req("api.openalex.org", "/works", {"filter": "doi:" + ors + "|10.1/x"})
+    assert _ask(rules, over, 0.1)[0] == 400
+    long = "|".join(f"10.1/{'y' * 40}.{n}" for n in range(90))  # 90 values, ~5,000 characters
+    assert _ask(rules, _req("api.openalex.org", "/works", {"filter": "doi:" + long}), 0.2)[0] == 414
+
+
 def test_openalex_100_per_second() -> None:
     rules = Rules2026()
     single = _req("api.openalex.org", "/works/doi:10.1/a", {"api_key": "k"})

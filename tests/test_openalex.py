@@ -12,7 +12,8 @@ import pytest
 
 from litfetch_df import ArticleIds, Rate
 from litfetch_df.operations.resolution import OpenAlexResolver, default_batch_resolver
-from litfetch_df.sources.openalex import WORKS_URL
+from litfetch_df.sources.bulk_recipe import chunked
+from litfetch_df.sources.openalex import TERMS_SELECT, URL_MAX, WORKS_URL, works_with_terms
 from tests.conftest import data_json, mock_session
 from tests.fake_upstream import FakeRequest, FakeUpstream, json_response
 
@@ -55,15 +56,17 @@ def filtered(request: httpx.Request) -> list[str]:
     return value.removeprefix("doi:").split("|")
 
 
-def by_table(table: dict[str, dict[str, Any]]) -> Handler:
+def by_table(table: dict[str, dict[str, Any]], select: str = "ids,doi") -> Handler:
     """Answer a works filter from ``table`` (lower-cased DOI → work), as OpenAlex would."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         params = request.url.params
-        assert params["select"] == "ids,doi"
+        assert params["select"] == select
         dois = filtered(request)
         if len(dois) > 100:
             return httpx.Response(400, json={"error": "Invalid query parameters error."})
+        if len(str(request.url)) > 4_094:  # observed of OpenAlex (pyalex#85)
+            return httpx.Response(414, json={"error": "URI too long"})
         hits = [table[d] for d in dict.fromkeys(dois) if d in table]
         return httpx.Response(200, json=page(hits[: int(params["per-page"])]))
 
@@ -148,6 +151,35 @@ async def test_reads_recorded_work_objects() -> None:
         out, _ = await OpenAlexResolver()(batch, s)
     assert out[0] == ArticleIds(pmid="25349395", pmcid="PMC4234579", doi="10.1073/PNAS.1414271111")
     assert out[1] == ArticleIds(pmid="40120586", doi="10.1016/j.xgen.2025.100814")
+
+
+async def test_long_dois_split_a_chunk_before_its_url_passes_what_openalex_accepts() -> None:
+    # 100 DOIs of 55 characters, percent-encoded, would make a URL of about 6,600 characters
+    # (OpenAlex errs past about 4,094): the resolver and the terms lookup both send more,
+    # shorter requests, and no DOI goes unasked.
+    dois = [f"10.1002/(sici)1097-4636(199603)31:3<{n:04d}>3.0.co;2-{'x' * 8}" for n in range(100)]
+    assert all(len(d) >= 55 for d in dois)
+    table = {d: work(d, pmid=str(30000000 + n)) for n, d in enumerate(dois)}
+    for ask in ("resolver", "terms"):
+        select = "ids,doi" if ask == "resolver" else TERMS_SELECT
+        seen, handler = recording(by_table(table, select))
+        batch = [ArticleIds(doi=d) for d in dois]
+        async with mock_session(handler) as s:
+            if ask == "resolver":
+                _, abandoned = await OpenAlexResolver(api_key=KEY)(batch, s)
+            else:
+                abandoned = set((await works_with_terms(batch, s, api_key=KEY)).abandoned)
+        assert abandoned == set()
+        assert len(seen) >= 2, ask
+        assert all(len(str(r.url)) <= URL_MAX for r in seen), [len(str(r.url)) for r in seen]
+        assert sorted(d for r in seen for d in filtered(r)) == sorted(dois)
+
+
+def test_chunks_close_at_the_cap_or_the_width_budget() -> None:
+    assert chunked(["aa", "b", "cc", "d"], 3) == [["aa", "b", "cc"], ["d"]]
+    # by width: 2 + 1 fits 3; "cc" would pass it; a value wider than the budget goes alone
+    got = chunked(["aa", "b", "cc", "dddd", "e"], 3, width=len, budget=3)
+    assert got == [["aa", "b"], ["cc"], ["dddd"], ["e"]]
 
 
 async def test_100_dois_per_request_and_repeats_in_any_case_sent_once() -> None:

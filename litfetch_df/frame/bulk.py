@@ -26,7 +26,7 @@ synthesized from the bulk answer:
   Europe PMC holds no full text (``inEPMC: "N"``); every article a record
   names also gets its one-PMCID search primed with that record's flags
   (read by :func:`~litfetch_df.operations.service_terms.service_terms`);
-* OpenAlex (:attr:`Service.OPENALEX_TERMS`): ``filter=doi:a|b|…`` (50 DOIs,
+* OpenAlex (:attr:`Service.OPENALEX_TERMS`): ``filter=doi:a|b|…`` (100 DOIs,
   ``select`` :data:`~litfetch_df.sources.openalex.TERMS_SELECT`) primes each
   one-DOI filter with the work OpenAlex answered, and nothing otherwise.
 

@@ -99,6 +99,8 @@ async def _resolve_keyed(
     cap: int,
     records: IdRecords[ArticleIds],
     alone: Callable[[str], bool] = lambda _key: False,
+    width: Callable[[str], int] | None = None,
+    budget: int | None = None,
 ) -> tuple[list[ArticleIds], set[int]]:
     """Run one service over ``batch`` through :func:`~litfetch_df.sources.bulk.bulk_lookup`.
 
@@ -109,7 +111,16 @@ async def _resolve_keyed(
     found, and the abandoned indices that are still incomplete.
     """
     keys = [None if (key := key_of(ids)) is None else BulkKey(key, key) for ids in batch]
-    result = await bulk_lookup(keys, lookup, cap=cap, alone=alone, records=records, memo=http)
+    result = await bulk_lookup(
+        keys,
+        lookup,
+        cap=cap,
+        alone=alone,
+        records=records,
+        memo=http,
+        width=width,
+        budget=budget,
+    )
     out = [
         ids if found is None else ids.merge(found)
         for ids, found in zip(batch, result.values, strict=True)
@@ -198,7 +209,9 @@ class EuropePmcBatchResolver:
 class OpenAlexResolver:
     """A batch resolver mapping DOIs to PMID / PMCID via the OpenAlex works filter.
 
-    Sends 50 lower-cased DOIs per ``filter=doi:a|b|…`` request with
+    Sends up to 100 lower-cased DOIs (:data:`~litfetch_df.sources.openalex.BATCH_CAP`,
+    fewer when long DOIs would pass the URL length OpenAlex accepts) per
+    ``filter=doi:a|b|…`` request with
     ``select=ids,doi`` (identifiers only), the session contact as ``mailto``
     and ``api_key`` when given (OpenAlex's keyless daily budget is tiny).
     Paced at :attr:`Rate.OPENALEX`. A DOI containing ``|`` or ``,`` (filter
@@ -242,6 +255,8 @@ class OpenAlexResolver:
             key_of=openalex.doi_lookup_key,
             lookup=lookup,
             cap=openalex.BATCH_CAP,
+            width=openalex.doi_width,
+            budget=openalex.DOI_BUDGET,
             records=_id_records(openalex.RECORD_KIND, secrets),
             alone=lambda doi: "|" in doi or "," in doi,
         )

@@ -200,11 +200,36 @@ BulkFileLister = BulkLookup[tuple[File, ...]]
 """A bulk lookup of file-sets: ``values[i] or ()`` equals the per-article ``list_files``."""
 
 
-def chunked(items: Sequence[X], cap: int) -> list[list[X]]:
-    """Split ``items`` into consecutive lists of at most ``cap`` (order kept)."""
+def chunked(
+    items: Sequence[X],
+    cap: int,
+    *,
+    width: Callable[[X], int] | None = None,
+    budget: int | None = None,
+) -> list[list[X]]:
+    """Split ``items`` into consecutive lists of at most ``cap`` (order kept).
+
+    With ``width`` and ``budget``, a list also closes before its items' summed
+    widths would pass ``budget`` (a service's URL length, say); an item wider
+    than ``budget`` on its own still gets a list of its own.
+    """
     if cap < 1:
         raise ValueError(f"cap must be at least 1, got {cap}")
-    return [list(items[at : at + cap]) for at in range(0, len(items), cap)]
+    if width is None or budget is None:
+        return [list(items[at : at + cap]) for at in range(0, len(items), cap)]
+    out: list[list[X]] = []
+    chunk: list[X] = []
+    used = 0
+    for item in items:
+        w = width(item)
+        if chunk and (len(chunk) >= cap or used + w > budget):
+            out.append(chunk)
+            chunk, used = [], 0
+        chunk.append(item)
+        used += w
+    if chunk:
+        out.append(chunk)
+    return out
 
 
 def distinct_keys(keys: Iterable[BulkKey | None]) -> dict[str, tuple[str, list[int]]]:
@@ -236,13 +261,16 @@ async def bulk_lookup(
     alone: Callable[[str], bool] = _never,
     records: IdRecords[T] | None = None,
     memo: object = None,
+    width: Callable[[str], int] | None = None,
+    budget: int | None = None,
 ) -> BulkResult[T]:
     """Run one service over aligned ``keys``: recall, dedupe, chunk, gather, keep, fan out.
 
     With ``records`` and a ``memo`` that is a :class:`~litfetch_df._store.RecordMemo`
     (a session), each distinct key whose answer is in the persistent cache is
     taken from there and not asked. The other distinct keys go in chunks of
-    at most ``cap`` wire values, in first-seen order; a wire value for which
+    at most ``cap`` wire values (and, with ``width`` and ``budget``, of at most
+    ``budget`` summed widths: see :func:`chunked`), in first-seen order; a wire value for which
     ``alone`` is true (one that would break the service's list syntax) gets a
     request of its own. All chunks are awaited together. Each key a
     well-formed chunk answer covered is kept per id, found or absent; a chunk
@@ -263,7 +291,17 @@ async def bulk_lookup(
         if settled.answered:
             answered.update(settled.where)
 
-    await bulk_stream(keys, lookup, note, cap=cap, alone=alone, records=records, memo=memo)
+    await bulk_stream(
+        keys,
+        lookup,
+        note,
+        cap=cap,
+        alone=alone,
+        records=records,
+        memo=memo,
+        width=width,
+        budget=budget,
+    )
     return BulkResult(tuple(values), frozenset(abandoned), frozenset(answered))
 
 
@@ -292,6 +330,8 @@ async def bulk_stream(
     alone: Callable[[str], bool] = _never,
     records: IdRecords[T] | None = None,
     memo: object = None,
+    width: Callable[[str], int] | None = None,
+    budget: int | None = None,
 ) -> None:
     """:func:`bulk_lookup`, handing each key's answer to ``each`` as soon as its chunk is in.
 
@@ -310,7 +350,8 @@ async def bulk_stream(
             continue
         each(Settled(tuple(where), value, answered=True))
     listed = [wire for wire in asked if not alone(wire)]
-    chunks = chunked(listed, cap) + [[wire] for wire in asked if alone(wire)]
+    chunks = chunked(listed, cap, width=width, budget=budget)
+    chunks += [[wire] for wire in asked if alone(wire)]
 
     async def one(chunk: list[str]) -> None:
         answer = await lookup(chunk)

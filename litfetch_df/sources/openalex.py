@@ -18,6 +18,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
+from urllib.parse import quote
 
 from .._http import Http, Rate, UpstreamUnavailable, get_logger
 from .._quota import QuotaDeferred
@@ -47,6 +48,8 @@ from .landing import is_landing_page
 
 __all__ = [
     "BATCH_CAP",
+    "DOI_BUDGET",
+    "URL_MAX",
     "RECORD_KIND",
     "SINGLE_URL",
     "TERMS_SELECT",
@@ -54,6 +57,7 @@ __all__ = [
     "HeldWork",
     "OpenAlexFileSource",
     "check_api_key",
+    "doi_width",
     "doi_lookup_key",
     "fetch_single_work",
     "held_work",
@@ -79,6 +83,23 @@ SINGLE_URL: Final = WORKS_URL + "/doi:"
 BATCH_CAP: Final = 100
 """DOIs OR-ed into one filter: OpenAlex's documented maximum of OR values (2026), and its
 ``per_page`` maximum, so one list call (billed alike whatever its size) answers 100."""
+
+URL_MAX: Final = 4_000
+"""Longest works-filter URL sent. OpenAlex answers an error past about 4,094 characters
+(pyalex#85, 2025-08-18; openalexR#230, 2024-04), which 100 long DOIs can pass."""
+
+_URL_RESERVE: Final = 500
+"""Characters of :data:`URL_MAX` kept for everything but the DOIs (endpoint, ``select``,
+``per-page``, ``mailto``, ``api_key``)."""
+
+DOI_BUDGET: Final = URL_MAX - _URL_RESERVE
+"""Characters the OR-ed DOIs of one works-filter call may take, percent-encoded."""
+
+
+def doi_width(doi: str) -> int:
+    """Characters ``doi`` takes in a works-filter URL: percent-encoded, with its ``|``."""
+    return len(quote(doi, safe="")) + len("%7C")
+
 
 TERMS_SELECT: Final = "ids,doi,open_access,best_oa_location"
 """Fields asked for when a work's access terms are wanted besides its ids."""
@@ -248,7 +269,13 @@ async def works_with_terms(
     # is answered from the cache. A work never echoes the key, which is not kept.
     records = IdRecords(TERMS_RECORD_KIND, dict, json_object_record, (api_key,) if api_key else ())
     return await bulk_lookup(
-        [terms_key(ids) for ids in batch], lookup, cap=BATCH_CAP, records=records, memo=http
+        [terms_key(ids) for ids in batch],
+        lookup,
+        cap=BATCH_CAP,
+        records=records,
+        memo=http,
+        width=doi_width,
+        budget=DOI_BUDGET,
     )
 
 

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from litfetch_df.limits import published_limit, quota_calls, request_kind
 from tests.fake_upstream import FakeRequest, FakeResponse
@@ -25,6 +26,9 @@ from tests.fakes.limits import HostGate, HostLimit
 __all__ = ["Decision", "Rules2026", "parse_quotas"]
 
 DAY = 86_400.0
+
+OPENALEX_URL_MAX = 4_094
+"""The longest path and query OpenAlex was observed to answer (pyalex#85, 2025-08)."""
 WEEK = 7 * DAY
 
 HOST_OPENALEX = "api.openalex.org"
@@ -206,6 +210,18 @@ class Rules2026:
                 400,
                 {"error": "Invalid query parameters error.", "message": "per_page is 1 to 100"},
             )
+        # OpenAlex's documented 100 OR values per filter, and the URL length it was observed
+        # to refuse past (about 4,094 characters, pyalex#85)
+        ors = max((v.count("|") + 1 for v in (params.get("filter") or "").split(",")), default=0)
+        if kind == "list" and ors > 100:
+            return self._refuse(
+                d,
+                "openalex-or-values",
+                400,
+                {"error": "Invalid query parameters error.", "message": "at most 100 OR values"},
+            )
+        if len(req.path) + len(urlencode(req.query, doseq=True)) + 1 > OPENALEX_URL_MAX:
+            return self._refuse(d, "openalex-url", 414, {"error": "URI too long"})
         if cost > 0 and remaining + 1e-12 < cost:
             return self._refuse(
                 d,
