@@ -399,9 +399,10 @@ def batch_optimal(corpus: Corpus, *, credentials: bool = True) -> dict[str, int]
     """The fewest requests per host the services' documented 2026 bulk forms allow (issue 24).
 
     From the corpus truth: OpenAlex ⌈DOIs/100⌉ (OR filter of 100, ``per_page=100``),
-    Crossref ⌈DOIs/50⌉, the ID Converter ⌈ids/200⌉, Europe PMC search ⌈PMID-only
-    rows/1000⌉ (``pageSize`` 1000 by ``searchPOST``) plus one ``fullTextXML`` per
-    servable article, Semantic Scholar ⌈ids/500⌉, Unpaywall one per DOI unknown to
+    Crossref ⌈DOIs/50⌉, the ID Converter ⌈ids/200⌉, Europe PMC search ⌈(PMID-only
+    rows + PMCIDs the bucket lacks)/1000⌉ (``pageSize`` 1000 by ``searchPOST``) plus one
+    ``fullTextXML`` per servable article the bucket lacks and one ``bookXML`` per
+    Bookshelf id, Semantic Scholar ⌈ids/500⌉, Unpaywall one per DOI unknown to
     OpenAlex, Springer Nature ⌈Springer DOIs/25⌉ Meta + ⌈servable/20⌉ OpenAccess
     (Basic pages), Elsevier one per servable article. S3 is left to :func:`ideal_requests`.
     """
@@ -417,20 +418,18 @@ def batch_optimal(corpus: Corpus, *, credentials: bool = True) -> dict[str, int]
         if r.doi and r.article is not None and r.article.publisher is Publisher.SPRINGER
     )
     serve = servable(corpus, credentials=credentials)
+    lacking = [r for r in rows if r.pmcid and r.article is not None and not r.article.pmc_versions]
+    books = {r.bookid for r in rows if r.bookid}
     out = {
         HOST_OPENALEX: math.ceil(len(dois) / 100),
         HOST_CROSSREF: math.ceil(len(dois) / 50),
         HOST_NCBI: math.ceil(len(ids) / 200),
-        # fullTextXML only where the bucket (asked first, unmetered) holds no copy
-        HOST_EBI: math.ceil(pmid_only / 1000)
-        + sum(
-            1
-            for r in rows
-            if r.pmcid
-            and r.article is not None
-            and r.article.in_europe_pmc_fulltext
-            and not r.article.pmc_versions
-        ),
+        # searchPOST pages of 1000: the PMID-only rows' ids, and which PMCIDs the bucket lacks
+        # Europe PMC holds; fullTextXML only for those; one bookXML per Bookshelf id (no
+        # bulk form serves a book, and only asking tells whether Europe PMC has it)
+        HOST_EBI: math.ceil((pmid_only + len(lacking)) / 1000)
+        + sum(1 for r in lacking if r.article is not None and r.article.in_europe_pmc_fulltext)
+        + len(books),
         HOST_S2: math.ceil(len(ids) / 500),
         HOST_UNPAYWALL: unknown,
     }
