@@ -81,7 +81,7 @@ def _rate(name: str, fallback: float) -> float:
 RATES: dict[str, float] = {
     HOST_NCBI: 3.0,
     HOST_S2: 1.0,
-    HOST_OPENALEX: 10.0,
+    HOST_OPENALEX: 100.0,  # published for 2026 (limits-2026.md §2)
     HOST_CROSSREF: _rate("CROSSREF", 10.0),
     HOST_EBI: _rate("EUROPE_PMC", 20.0),
     # Unpaywall publishes a daily quota (100,000 calls) but no per-second limit, so the

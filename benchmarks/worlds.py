@@ -15,7 +15,7 @@ instead draws, from a seed, for each of those hosts:
   (Elsevier always does, as the real service documents; the others by draw).
 
 The hosts that publish a limit keep it (NCBI 3/s, Semantic Scholar 1/s,
-OpenAlex 10/s, Crossref's polite pool 10/s with 3 in flight, announced in its
+OpenAlex 100/s, Crossref's polite pool 10/s with 3 in flight, announced in its
 ``x-rate-limit-*`` headers), and the PMC bucket on S3 stays unthrottled, as
 it is in reality. The library is told none of the drawn numbers.
 """
@@ -96,7 +96,7 @@ PUBLISHED: dict[str, HostLimit] = {
         },
     ),
     HOST_OPENALEX: HostLimit(
-        per_second=10.0,
+        per_second=100.0,  # published for 2026 (limits-2026.md §2)
         burst=10,
         retry_after=True,
         body={"error": "Rate limit exceeded", "message": "Too many requests; slow down."},

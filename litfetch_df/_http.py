@@ -51,7 +51,9 @@ class Rate(enum.Enum):
     NCBI_KEYED = (0.1, 0, "ncbi-keyed")
     S2_UNKEYED = (1.0, 1, "s2")
     S2_KEYED = (0.1, 0, "s2-keyed")
-    OPENALEX = (0.1, 0, "openalex")
+    # OpenAlex publishes 100 requests/s whatever a call costs (2026; limits-2026.md §2);
+    # 10/s was its pre-2026 figure, and held the free singleton detour to a tenth of it.
+    OPENALEX = (0.01, 0, "openalex")
     EUROPE_PMC = (0.05, 0, "europepmc")
     CROSSREF = (0.1, 3, "crossref")
     UNPAYWALL = (0.02, 0, "unpaywall")

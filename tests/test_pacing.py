@@ -192,7 +192,9 @@ async def test_retries_are_paced_too(clock: VirtualClock) -> None:
 async def test_retry_after_pauses_the_whole_host_and_the_queue_restarts_spaced(
     clock: VirtualClock,
 ) -> None:
-    upstream = Upstream(clock, latency=0.05)
+    # the 429 comes back before the next slot (half an interval), so only the first left early
+    latency = Rate.OPENALEX.min_interval / 2
+    upstream = Upstream(clock, latency=latency)
     upstream.fail_next(OPENALEX, httpx.Response(429, headers={"Retry-After": "3"}))
     async with upstream.session() as s:
         queued = [s.get(url(OPENALEX, n), rate=Rate.OPENALEX) for n in range(8)]
@@ -204,7 +206,7 @@ async def test_retry_after_pauses_the_whole_host_and_the_queue_restarts_spaced(
     assert len(later) == 8  # seven others and the retry
     # every request queued behind the 429, including those whose slot was reserved
     # before it arrived, waited out the pause ...
-    pause_ends = first + 0.05 + 3.0
+    pause_ends = first + latency + 3.0
     assert all(t >= pause_ends - EPS for t in later), [t - first for t in later]
     # ... and they restarted one interval apart at the cut rate, not as one burst
     # (never faster than the learned ceiling, a share of the pace that was throttled)
