@@ -33,6 +33,7 @@ from benchmarks.client import (  # noqa: E402
     PIPELINE_STEPS,
     SCENARIO_STEPS,
     WORLD_KEYS,
+    ledger_quotas,
     missing_surface,
     model_steps,
 )
@@ -270,6 +271,28 @@ def _plan_lines(report: ScenarioReport, record: Mapping[str, Any], fake: FakeUps
         f" (off: {', '.join(off)})" if off else ""
     )
     report.extra["received by kind"] = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+
+
+def _quota_lines(
+    report: ScenarioReport, predicted: Sequence[str], fake: FakeUpstream, quotas: str
+) -> None:
+    """Add the quotas ``plan()`` said the run would pass beside those the run spent (each
+    ``--quota`` row whose requests received reached its calls)."""
+    from litfetch_df.limits import request_kind
+
+    received: collections.Counter[str] = collections.Counter()
+    for req in fake.requests():
+        params = {k: v[0] for k, v in req.query.items() if v}
+        received[f"{req.host} {request_kind(req.host, req.path, params)}"] += 1
+    spent = sorted(
+        f"{host} {kind}"
+        for (host, kind), calls in ledger_quotas(quotas).items()
+        if received[f"{host} {kind}"] >= calls
+    )
+    report.extra["plan(): quotas the run would pass"] = ", ".join(predicted) or "none"
+    report.extra["quotas the run spent"] = ", ".join(spent) or "none"
+    foreseen = set(spent) <= set(predicted)
+    report.extra["plan predicted the spent quotas"] = "yes" if foreseen else "no"
 
 
 def _extras(args: argparse.Namespace) -> dict[str, Any]:
@@ -548,6 +571,8 @@ def run_requests_scenario(
         _batch_optimal_lines(report, corpus, credentials=credentials, latency=args.latency)
     if result.get("requests_record"):
         _plan_lines(report, result["requests_record"], fake)
+    if "plan_runs_out" in result:
+        _quota_lines(report, result["plan_runs_out"], fake, args.quota)
     if fake_world.faulted:
         report.extra["faults injected"] = _compact_counts(fake_world.fault_kinds)
     if "traceback" in result:

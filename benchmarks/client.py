@@ -228,6 +228,8 @@ def ledger_quotas(text: str) -> dict[tuple[str, str], int]:
 
 def run_steps(args: argparse.Namespace) -> dict[str, Any]:
     """Run the scenario's steps over the corpus frame; return per-step walls and outcomes."""
+    import pandas as pd
+
     import litfetch_df
     from benchmarks.corpus import generate
 
@@ -257,6 +259,14 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         # A cold run on the first three quarters (unmarked: not counted), then the whole
         # frame: only the last quarter's ids are new.
         frame.head(len(frame) * 3 // 4).lit.run(steps=PIPELINE_STEPS, **common)
+    # What the plan says will run out before anything is sent (issue 24: plan() predicts
+    # which hosts' quotas a run spends): a kind whose planned requests pass what is left.
+    plan = frame.lit.plan(session=session, credentials=common.get("credentials"))
+    runs_out = sorted(
+        f"{r['host']} {r['kind']}"
+        for r in plan.to_dict("records")
+        if r["quota_share"] is not None and not pd.isna(r["quota_share"]) and r["quota_share"] > 1
+    )
     phases = []
     started = time.perf_counter()
     for step in SCENARIO_STEPS[args.scenario]:
@@ -276,6 +286,7 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
     record = frame.attrs.get("litfetch_df_requests")
     return {
         "requests_record": record if isinstance(record, dict) else None,
+        "plan_runs_out": runs_out,
         "phases": phases,
         "wall": time.perf_counter() - started,
         "outcomes": _outcomes(frame),
