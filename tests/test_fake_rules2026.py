@@ -196,7 +196,16 @@ def test_batch_optimal_counts_on_a_small_corpus() -> None:
     )
     unknown = sum(1 for a in corpus.articles if a.doi and not a.in_openalex)
     assert counts.get("api.unpaywall.org", 0) <= unknown
-    bound = published_bound({"www.ebi.ac.uk": 1000, "api.openalex.org": 100}, latency=0.05)
-    # Europe PMC's 500/min binds: 1,000 requests need two minutes
-    assert abs(bound["www.ebi.ac.uk"] - 120.05) < 1e-6
+    bound = published_bound(
+        {"www.ebi.ac.uk": 1000, "api.openalex.org": 100, "api.springernature.com": 9},
+        latency=0.05,
+    )
+    # Europe PMC: 10/s binds for 1,000 (two windows of 500 at 10/s, 100 s) ...
+    assert abs(bound["www.ebi.ac.uk"] - 100.05) < 1e-6
     assert abs(bound["api.openalex.org"] - 1.05) < 1e-6
+    # ... Springer's 100 a minute lets 9 requests go at once (a window counter, no rate)
+    assert abs(bound["api.springernature.com"] - 0.05) < 1e-6
+    # and past two windows' allowance the third minute binds: 1,001 need 120 s
+    assert (
+        abs(published_bound({"www.ebi.ac.uk": 1001}, latency=0.05)["www.ebi.ac.uk"] - 120.05) < 1e-6
+    )
