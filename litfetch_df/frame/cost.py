@@ -33,9 +33,9 @@ from .plan import parse_ids
 
 __all__ = [
     "ELSEVIER_ASKED",
+    "EPMC_FULLTEXT",
     "GAINS_DOI",
     "GAINS_PMCID",
-    "EPMC_FULLTEXT",
     "IN_BUCKET",
     "PUBLISHER_GAIN",
     "STEPS_PLANNED",
