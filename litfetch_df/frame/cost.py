@@ -204,9 +204,9 @@ def plan_costs(
     rows = []
     detour: list[tuple[str, int]] = []
     for (host, kind), (expected, per, basis) in sorted(asks.items()):
+        # Rounded to nearest; a host expected to get under half a request stays listed with 0,
+        # since a plan that hides a host the run may ask (and whose quota may be spent) surprises.
         requests = math.floor(round(expected, 6) + 0.5)
-        if requests == 0:
-            continue  # an expected fraction of one request: most likely none is sent
         limit = published_limit(host, kind, _tier(host, creds, contact))
         rate = (limit.rate if limit is not None else None) or UNLISTED.per_second or 20.0
         in_flight = (limit.in_flight if limit is not None else None) or UNLISTED.in_flight or 8

@@ -54,11 +54,28 @@ def test_plan_takes_runs_steps_and_contact(
     assert "pmc.ncbi.nlm.nih.gov" in out
 
 
+def test_plan_lists_a_host_expected_to_get_under_one_request(
+    fake: FakeUpstream, export: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two DOIs put Unpaywall's expected share (DOIs OpenAlex does not know) under half a
+    # request: the host is still listed, with 0, rather than hidden from the plan.
+    code = cli.main(["plan", str(export), *CONTACT], session_factory=routed(fake))
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_OK
+    unpaywall = next(line for line in out.splitlines() if line.startswith("api.unpaywall.org"))
+    assert unpaywall.split()[2] == "0"
+
+
 def test_plan_shows_a_quota_the_ledger_says_is_spent(
-    export: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     limit = published_limit("api.unpaywall.org", "single")
     assert limit is not None
+    # Forty DOIs: enough that Unpaywall is expected to be asked a few times.
+    export = tmp_path / "dois.csv"
+    export.write_text(
+        '"PMID","DOI"\n' + "".join(f',"10.1000/q.{i}"\n' for i in range(40)), encoding="utf-8"
+    )
 
     def factory(**settings: Any) -> Session:
         # Unpaywall's day scaled to nothing: the ledger has none left to plan with.
