@@ -16,6 +16,8 @@ import collections
 import hashlib
 import importlib
 import json
+import logging
+import os
 import re
 import resource
 import sys
@@ -501,6 +503,24 @@ def run_licence(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _trace_sends(path: str) -> None:
+    """With ``LITFETCH_BENCH_TRACE=FILE``, append each request's send (seconds since start, method,
+    URL as the session logs it) to FILE: where a run's time goes, request by request."""
+    if not path:
+        return
+    start = time.monotonic()
+
+    class Stamp(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"{time.monotonic() - start:8.3f} {record.getMessage()}"
+
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setFormatter(Stamp())
+    logger = logging.getLogger("litfetch_df.session")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one scenario's client side and write its JSON result to ``--result``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.client")
@@ -518,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quota", default="", help="the fake's scaled-down quotas")
     parser.add_argument("--result", required=True)
     args = parser.parse_args(argv)
+    _trace_sends(os.environ.get("LITFETCH_BENCH_TRACE", ""))
     result: dict[str, Any] = {"scenario": args.scenario}
     try:
         if args.scenario == "licence":
