@@ -11,7 +11,8 @@ the connection pool are shared by every row. For each call the runner:
 2. starts the bulk lookups (:mod:`~litfetch_df.frame.bulk`) of every service
    the steps can be primed from, each over the bundles of the steps that need
    it, and starts the units at once: a request a running lookup may answer
-   waits for it (:mod:`~litfetch_df.frame.gates`);
+   waits until its own answer is primed, or the lookup is done
+   (:mod:`~litfetch_df.frame.gates`);
 3. runs each unit in its own ``session.scope()``, ``concurrency`` units at a
    time, doing the steps in turn, so a record two steps read is fetched once
    through the scope's cache and, with many units in flight, every host has
@@ -407,8 +408,8 @@ async def _run_units_gated(
     """
     session = ctx.session
     credentials = dict(ctx.options.credentials)
-    keys = bulk.PrimedKeys(session)
     gates = Gates()
+    keys = bulk.PrimedKeys(session, on_add=gates.primed)
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
     # A unit waiting for a lookup gives its slot away, so without a second bound every unit
     # of the table would be started (and held, with its scope and cells) while a slow lookup

@@ -5,12 +5,20 @@ units already work. A per-article request one of them may prime waits for
 it, and its unit gives its concurrency slot to another unit meanwhile, so
 no request is spent on an answer the lookup brings anyway, and the units
 need not wait for the slowest lookup to begin.
+
+A GET waits only until its own answer is primed, not for the whole lookup:
+a lookup primes chunk by chunk, and on a long table the last chunk of a
+slowly paced service (Crossref's list pool, 3 a second) comes minutes after
+the first, while the units its early chunks answered could go on. A request
+the lookup primes nothing for (its chunk was not answered, or the lookup
+never covers it) still waits for the whole lookup, as a POST always does.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
@@ -28,6 +36,35 @@ class Gates:
 
     def __init__(self) -> None:
         self._lookups: list[tuple[bulk.Service, asyncio.Task[list[str]]]] = []
+        self._primed = asyncio.Event()
+        self._waking = False
+
+    def primed(self) -> None:
+        """Some answers were just primed: wake the requests waiting for their own.
+
+        A chunk primes its keys one after the other without yielding, so the
+        wake-up is sent once, after the chunk, not once per key.
+        """
+        if self._waking:
+            return
+        self._waking = True
+        asyncio.get_running_loop().call_soon(self._wake)
+
+    def _wake(self) -> None:
+        self._waking = False
+        event, self._primed = self._primed, asyncio.Event()
+        event.set()
+
+    async def until_primed_or_done(self, lookups: set[asyncio.Task[list[str]]]) -> None:
+        """Wait until the next answers are primed or every one of ``lookups`` is done."""
+        wake = asyncio.ensure_future(self._primed.wait())
+        everything = asyncio.ensure_future(asyncio.wait(lookups))
+        try:
+            await asyncio.wait({wake, everything}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Cancelling the waits cancels neither the lookups nor the event.
+            wake.cancel()
+            everything.cancel()
 
     def add(self, service: bulk.Service, task: asyncio.Task[list[str]]) -> None:
         """Hold requests ``service`` may prime until ``task`` (its lookup) is done."""
@@ -62,10 +99,16 @@ class Slot:
 
     async def wait_for(self, lookups: set[asyncio.Task[list[str]]]) -> None:
         """Wait until ``lookups`` are done, holding no slot meanwhile."""
+        async with self.given_up():
+            await asyncio.wait(lookups)
+
+    @contextlib.asynccontextmanager
+    async def given_up(self) -> AsyncIterator[None]:
+        """Hold no slot inside the block; take it back after (unless another wait still runs)."""
         self._waiting += 1
         self.release()
         try:
-            await asyncio.wait(lookups)
+            yield
         finally:
             self._waiting -= 1
         async with self._taking:
@@ -103,6 +146,30 @@ class UnitHttp:
         if lookups:
             await self._slot.wait_for(lookups)
 
+    async def _gate_get(
+        self,
+        url: str,
+        params: Mapping[str, str | int] | None,
+        headers: Mapping[str, str] | None,
+        follow_redirects: bool = False,
+    ) -> None:
+        """Hold a GET until its own answer is primed or no lookup that may prime it runs."""
+        lookups = self._gates.blocking(url)
+        if not lookups:
+            return
+
+        def settled() -> bool:
+            return self._scope.is_primed(
+                "GET", url, params=params, headers=headers, follow_redirects=follow_redirects
+            )
+
+        if settled():
+            return
+        async with self._slot.given_up():
+            while lookups and not settled():
+                await self._gates.until_primed_or_done(lookups)
+                lookups = self._gates.blocking(url)
+
     async def get(
         self,
         url: str,
@@ -112,8 +179,8 @@ class UnitHttp:
         rate: Rate = Rate.DEFAULT,
         follow_redirects: bool = False,
     ) -> httpx.Response:
-        """The scope's GET, once no running bulk lookup may answer it."""
-        await self._gate(url)
+        """The scope's GET, once it is primed or no running bulk lookup may answer it."""
+        await self._gate_get(url, params, headers, follow_redirects)
         return await self._scope.get(
             url, params=params, headers=headers, rate=rate, follow_redirects=follow_redirects
         )
@@ -130,7 +197,7 @@ class UnitHttp:
         Waiting makes what is read independent of timing: a lookup still
         running may yet prime the answer.
         """
-        await self._gate(url)
+        await self._gate_get(url, params, headers)
         return await self._scope.held(url, params=params, headers=headers)
 
     async def post(

@@ -7,7 +7,7 @@ table holds the primed answers of the units still to run (ADR 0018).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..ids import ArticleIds
 from ..session import Session
@@ -29,8 +29,15 @@ class PrimedKeys:
     already done is unprimed as soon as it is added.
     """
 
-    def __init__(self, session: Session, into: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        into: list[str] | None = None,
+        *,
+        on_add: Callable[[], None] | None = None,
+    ) -> None:
         self._session = session
+        self._on_add = on_add
         self._all: list[str] = [] if into is None else into
         self._of: dict[ArticleIds, list[str]] = {}
         self._users: dict[str, int] = {}
@@ -47,8 +54,14 @@ class PrimedKeys:
         self._all.append(key)
 
     def add(self, ids: ArticleIds, key: str) -> None:
-        """List ``key`` as an answer for the unit of ``ids`` (released with that unit)."""
+        """List ``key`` as an answer for the unit of ``ids`` (released with that unit).
+
+        ``on_add`` (given at construction) is told, so requests waiting for their
+        own primed answer can look again.
+        """
         self._all.append(key)
+        if self._on_add is not None:
+            self._on_add()
         unit = bundle_key(ids)
         if unit in self._done:
             if key not in self._users:
