@@ -42,9 +42,9 @@ def test_the_plan_counts_bulk_forms_and_sends_nothing() -> None:
     )
     plan = _frame(1_000).lit.plan(session=session, contact="me@lab.example")
     assert sent == []
-    # OpenAlex: the resolver's 750 DOIs short of an id and the terms lookup of all 1,000
-    # add up, 100 DOIs a call.
-    assert row(plan, "api.openalex.org", "list")["requests"] == 8 + 10
+    # OpenAlex: the resolver's 750 DOIs short of an id (their terms kept), then the terms
+    # lookup of the other 250 only, 100 DOIs a call.
+    assert row(plan, "api.openalex.org", "list")["requests"] == 8 + 3
     assert row(plan, "api.crossref.org", "list")["requests"] == 10
     # the ID Converter: the 750 bundles short of an id, then a round for the 500 DOI-only
     # ones the other services are expected to give a PMID (GAINS_DOI)

@@ -86,10 +86,22 @@ def unpaywall_world(fake: FakeUpstream, corpus: Corpus) -> World:
 
 
 class ResolvingOutage(Outage):
-    """An outage of OpenAlex's id lookups only (``select=ids,doi``): the resolution's."""
+    """An outage of OpenAlex's works filter while the resolution runs, over once the steps start.
+
+    run() asks the filter about each DOI once, for ids and access terms alike, so an outage
+    of "the id lookups only" is one of the resolve phase: it ends at the first request to a
+    host only the steps ask (Crossref), since the steps start when the resolution is done.
+    """
+
+    def __init__(self, fake: FakeUpstream, status: int = 503) -> None:
+        super().__init__(status)
+        self.fake = fake
+        self.before = len(fake.requests(HOST_CROSSREF))  # earlier calls' requests
 
     def __call__(self, req: FakeRequest) -> FakeResponse | None:
-        return super().__call__(req) if req.param("select") == "ids,doi" else None
+        if len(self.fake.requests(HOST_CROSSREF)) > self.before:
+            return None
+        return super().__call__(req)
 
 
 def config(fake: FakeUpstream) -> dict[str, Any]:
@@ -346,8 +358,8 @@ async def test_a_body_kept_through_a_rerun_takes_the_name_its_resolved_ids_give(
 ) -> None:
     clean = await corpus.frame.lit.run_async(STEPS, out_dir=tmp_path / "clean", **config(fake))
     # The resolution fails (NCBI's converter, OpenAlex's id lookups); OpenAlex's OA filter
-    # answers, so the files it lists are the same as in the clean run.
-    resolving = [Outage(503), ResolvingOutage(503)]
+    # answers the steps, so the files it lists are the same as in the clean run.
+    resolving = [Outage(503), ResolvingOutage(fake, 503)]
     fake.route(HOST_NCBI, r"/tools/idconv/.*", resolving[0])
     fake.route(HOST_OPENALEX, r"/works.*", resolving[1])
     out = tmp_path / "faulted"

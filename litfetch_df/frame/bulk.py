@@ -77,7 +77,7 @@ from ..sources.springer import (
     SpringerFileSource,
 )
 from .primed_keys import PrimedKeys
-from .primers import HELD_LOOKUPS, PRIMERS, Service, may_prime
+from .primers import HELD_LOOKUPS, PRIMERS, Service, may_prime, prime_held_works
 
 __all__ = [
     "PrimedKeys",
@@ -90,6 +90,7 @@ __all__ = [
     "lost_terms_lookups",
     "may_prime",
     "prime",
+    "prime_held",
     "primed",
 ]
 
@@ -186,6 +187,23 @@ def lost_terms_lookups(error: object) -> frozenset[Service]:
 def for_related() -> frozenset[Service]:
     """Return the services to prime for ``related``: Crossref (bioRxiv stays per article)."""
     return frozenset({Service.CROSSREF})
+
+
+def prime_held(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    works: Mapping[str, Mapping[str, object] | None],
+    credentials: Mapping[str, object],
+    keys: PrimedKeys,
+) -> set[int]:
+    """Prime the bundles' OpenAlex terms from works the call read already; return which.
+
+    Those bundles need no OpenAlex terms lookup of their own. Primes nothing
+    when the private switch is off.
+    """
+    if not _ENABLED:
+        return set()
+    return prime_held_works(session, bundles, works, credentials, keys)
 
 
 async def prime(

@@ -168,12 +168,14 @@ def plan_costs(
         basis = "estimate" if "estimate" in (basis, before[2]) else basis
         asks[(host, kind)] = (before[0] + count, per, basis)
 
+    asked_in_resolve = 0
     if resolving and short_of_ids:
         ask("pmc.ncbi.nlm.nih.gov", "list", len(short_of_ids), 200)
         # a second round for the bundles another service gave a PMID or DOI
         doi_only = sum(1 for b in short_of_ids if b.doi and not b.pmid and not b.pmcid)
         ask("pmc.ncbi.nlm.nih.gov", "list", GAINS_DOI * doi_only, 200, "estimate")
-        ask("api.openalex.org", "list", sum(1 for b in short_of_ids if b.doi), 100)
+        asked_in_resolve = sum(1 for b in short_of_ids if b.doi)
+        ask("api.openalex.org", "list", asked_in_resolve, 100)
         pmid_only = sum(1 for b in short_of_ids if b.pmid and b.pmcid is None)
         ask("www.ebi.ac.uk", "search", pmid_only, 100)
         ask("www.ebi.ac.uk", "search", 1, 1, "estimate")  # the round for ids gained
@@ -191,8 +193,15 @@ def plan_costs(
             # every Springer DOI in OR pages of 20
             ask("api.springernature.com", "fulltext", n_springer, SPRINGER_OA_PAGE, "estimate")
     if "files" in wanted or "licences" in wanted:
-        # one OpenAlex works lookup and one Crossref list serve both steps
-        ask("api.openalex.org", "list", n_dois, 100, "estimate" if resolving else "bulk")
+        # one OpenAlex works lookup and one Crossref list serve both steps; the DOIs the
+        # resolution asked OpenAlex about already are not asked again (it keeps their terms)
+        ask(
+            "api.openalex.org",
+            "list",
+            n_dois - asked_in_resolve,
+            100,
+            "estimate" if resolving else "bulk",
+        )
         ask("api.crossref.org", "list", n_dois, CROSSREF_BATCH_CAP)
         if contact:
             ask("api.unpaywall.org", "single", n_dois * UNKNOWN_TO_OPENALEX, 1, "estimate")

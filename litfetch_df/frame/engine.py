@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping, Sequence
 from typing import Any, ClassVar, Final, TypeVar
 
 import pandas as pd
@@ -311,11 +311,15 @@ async def run_steps(
     force: bool,
     desc: str,
     parsed: ParsedIds | None = None,
+    openalex_works: MutableMapping[str, dict[str, Any] | None] | None = None,
 ) -> pd.DataFrame:
     """Run ``steps`` over ``base``, each distinct bundle once; return it with their columns.
 
     ``force`` redoes every row (otherwise a frame holding a step's error
     column is a re-run of that step: only its abandoned rows are done again).
+    ``openalex_works``: OpenAlex works (with access terms) the call already read,
+    by lower-cased DOI; the bundles they cover are not asked about again (it is
+    emptied once they are primed, so a long table does not keep them).
     """
     if parsed is None:
         parsed = parse_ids(base, ctx.explicit)  # every step reads the same id columns
@@ -383,7 +387,8 @@ async def run_steps(
                 wanted.setdefault(service, {})[bundle] = None
 
     try:
-        await _run_units_gated(ctx, rows_of, planned, unit, results, desc, wanted)
+        held = {} if openalex_works is None else openalex_works
+        await _run_units_gated(ctx, rows_of, planned, unit, results, desc, wanted, held)
     except asyncio.CancelledError:
         done = [dict(per_step) for per_step in results]
         offer_partial(lambda: _assemble(base, planned, done, missing=INTERRUPTED))
@@ -399,6 +404,7 @@ async def _run_units_gated(
     results: _UnitResult,
     desc: str,
     wanted: Mapping[bulk.Service, Mapping[ArticleIds, None]],
+    openalex_works: MutableMapping[str, dict[str, Any] | None],
 ) -> None:
     """Start the bulk lookups, then every unit, ``concurrency`` working at once; unprime.
 
@@ -442,9 +448,15 @@ async def _run_units_gated(
         # too, and only a request a lookup may answer waits for it (see UnitHttp).
         for service in bulk.Service:
             if service in wanted:
-                lookup = bulk.prime(
-                    session, list(wanted[service]), {service}, credentials=credentials, into=keys
-                )
+                bundles = list(wanted[service])
+                if service is bulk.Service.OPENALEX_TERMS and openalex_works:
+                    # The resolution's works filter read these already: primed, not asked.
+                    held = bulk.prime_held(session, bundles, openalex_works, credentials, keys)
+                    bundles = [b for i, b in enumerate(bundles) if i not in held]
+                    openalex_works.clear()
+                    if not bundles:
+                        continue
+                lookup = bulk.prime(session, bundles, {service}, credentials=credentials, into=keys)
                 gates.add(service, asyncio.create_task(lookup))
         async with asyncio.TaskGroup() as group:
             for key, rows in rows_of.items():

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import pandas as pd
 
@@ -125,17 +125,23 @@ async def run(
         planned = _planned(frame, wanted, ctx)
         before = ctx.session.requests_by_host
         base = frame
-        if "resolve" in wanted:
-            base = await resolve_frame(base, ctx, resolver, force)
-            ctx = ctx.reading_canonical()
         per_row = [step for step in wanted if step != "resolve"]
+        # The steps that read OpenAlex's access terms ask its works filter about every DOI;
+        # the resolution asks the same filter about the DOIs short of a PMID or PMCID. It
+        # then selects the terms too and keeps the works, so no DOI is asked about twice.
+        works: dict[str, dict[str, Any] | None] | None = (
+            {} if resolver is None and {"files", "licences"} & set(per_row) else None
+        )
+        if "resolve" in wanted:
+            base = await resolve_frame(base, ctx, resolver, force, openalex_works=works)
+            ctx = ctx.reading_canonical()
         if not per_row:
             out = base.copy(deep=False) if base is frame else base
         else:
             steps_ = _unit_steps(
                 per_row, ctx, fetchers=fetchers, sources=sources, kind=kind, out_dir=out_dir
             )
-            out = await run_steps(base, ctx, steps_, force=force, desc="run")
+            out = await run_steps(base, ctx, steps_, force=force, desc="run", openalex_works=works)
         record_requests(out, planned, sent_since(before, ctx.session.requests_by_host))
         return ctx.stamp(out)
 

@@ -60,7 +60,7 @@ from ..sources.springer_batch import (
 from ..sources.springer_oa_batch import single_answer, springer_oa_pages
 from .primed_keys import PrimedKeys
 
-__all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime"]
+__all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime", "prime_held_works"]
 
 log = get_logger(__name__)
 
@@ -498,11 +498,51 @@ async def _prime_openalex_terms(
             why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
             keys.add(ids, _fail(session, request, why))
             continue
-        answer = {
-            "meta": {"count": 0 if work is None else 1},
-            "results": [] if work is None else [work],
-        }
-        keys.add(ids, _respond(session, request, 200, _json_bytes(answer), _JSON))
+        _prime_work(session, ids, request, work, keys)
+
+
+def _prime_work(
+    session: Session,
+    ids: ArticleIds,
+    request: GetRequest,
+    work: Mapping[str, Any] | None,
+    keys: PrimedKeys,
+) -> None:
+    """Prime the one-DOI terms filter of ``ids`` with ``work`` (``None``: OpenAlex lacks it)."""
+    answer = {
+        "meta": {"count": 0 if work is None else 1},
+        "results": [] if work is None else [work],
+    }
+    keys.add(ids, _respond(session, request, 200, _json_bytes(answer), _JSON))
+
+
+def prime_held_works(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    works: Mapping[str, Mapping[str, Any] | None],
+    credentials: Mapping[str, object],
+    keys: PrimedKeys,
+) -> set[int]:
+    """Prime each bundle's OpenAlex terms from ``works`` the run already read; return which.
+
+    ``works`` maps a lower-cased DOI to its work (``None``: OpenAlex answered
+    without it), as the resolution's works filter left them. The bundles
+    returned need no terms lookup of their own.
+    """
+    if not works:
+        return set()
+    api_key = usable_credential(credentials, "openalex_api_key")
+    covered: set[int] = set()
+    for i, ids in enumerate(bundles):
+        key = terms_key(ids)
+        if key is None or key.wire not in works:
+            continue
+        request = works_request(
+            [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
+        )
+        _prime_work(session, ids, request, works[key.wire], keys)
+        covered.add(i)
+    return covered
 
 
 PRIMERS: Final = {

@@ -22,8 +22,8 @@ abandoned the still-incomplete indices of chunks that were never answered.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
-from typing import Final
+from collections.abc import Awaitable, Callable, Hashable, Iterable, MutableMapping, Sequence
+from typing import Any, Final
 
 from .._http import Http
 from ..ids import RESOLVABLE, ArticleIds
@@ -224,6 +224,15 @@ class OpenAlexResolver:
     """
 
     api_key: str | None = dataclasses.field(default=None, repr=False)
+    works: MutableMapping[str, dict[str, Any] | None] | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+    """Where to put each asked DOI's work with its access terms (``None``: not asked for).
+
+    Given, the filter selects :data:`~litfetch_df.sources.openalex.TERMS_SELECT`
+    (the same list calls) so a run whose later steps want the terms of these
+    DOIs reads them here instead of asking OpenAlex about them again.
+    """
 
     def __post_init__(self) -> None:
         openalex.check_api_key(self.api_key)
@@ -238,11 +247,13 @@ class OpenAlexResolver:
         """Enrich ``batch`` from OpenAlex; see the class docstring."""
 
         async def lookup(dois: list[str]) -> dict[str, ArticleIds] | None:
-            found = await openalex.works_by_doi(http, dois, api_key=self.api_key)
+            found = await openalex.works_by_doi(http, dois, api_key=self.api_key, keep=self.works)
             if found is not None or not openalex.list_budget_spent(http, api_key=self.api_key):
                 return found
             # The list budget is spent: the free singletons answer the same question.
             works = await openalex.single_works(http, dois, api_key=self.api_key)
+            if self.works is not None:
+                self.works.update({k: None if w is None else dict(w) for k, w in works.items()})
             if len(works) < len(set(dois)):
                 return None  # some went unanswered: the chunk stays abandoned, as before
             named = (openalex.work_ids(w) for w in works.values() if w is not None)
@@ -359,14 +370,19 @@ def chain_batch(*resolvers: BatchResolver, required: Iterable[str] = RESOLVABLE)
     return _BatchChain(tuple(resolvers), _required_fields(required))
 
 
-def default_batch_resolver(*, openalex_api_key: str | None = None) -> BatchResolver:
+def default_batch_resolver(
+    *,
+    openalex_api_key: str | None = None,
+    openalex_works: MutableMapping[str, dict[str, Any] | None] | None = None,
+) -> BatchResolver:
     """Return the keyless batch chain: NCBI ID Converter → Europe PMC → OpenAlex.
 
-    ``openalex_api_key`` is passed to :class:`OpenAlexResolver` (OpenAlex's
-    keyless daily budget allows about a hundred filter requests).
+    ``openalex_api_key`` and ``openalex_works`` are passed to
+    :class:`OpenAlexResolver` (OpenAlex's keyless daily budget allows about a
+    hundred filter requests; ``openalex_works`` collects the works it read).
     """
     return chain_batch(
         NcbiIdConverterBatchResolver(),
         EuropePmcBatchResolver(),
-        OpenAlexResolver(api_key=openalex_api_key),
+        OpenAlexResolver(api_key=openalex_api_key, works=openalex_works),
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
@@ -193,7 +193,11 @@ def works_request(
 
 
 async def works_by_doi(
-    http: Http, dois: Sequence[str], *, api_key: str | None = None
+    http: Http,
+    dois: Sequence[str],
+    *,
+    api_key: str | None = None,
+    keep: MutableMapping[str, dict[str, Any] | None] | None = None,
 ) -> dict[str, ArticleIds] | None:
     """Look up lower-cased, canonical ``dois`` in one ``filter=doi:a|b|…`` request.
 
@@ -204,14 +208,31 @@ async def works_by_doi(
     non-JSON body is absence), or ``None`` when the request was not answered:
     a transport failure or 429/5xx after every retry, or a 403 (OpenAlex's
     "slow down").
+
+    With ``keep``, the request selects :data:`TERMS_SELECT` instead (the same
+    list call, a few fields more) and a well-formed answer puts each asked DOI's
+    work in ``keep`` (``None`` for a DOI it lacks): a run that wants the access
+    terms of the same DOIs later reads them there instead of asking again.
     """
     if not dois:
         return {}
-    request = works_request(dois, contact=getattr(http, "contact", None), api_key=api_key)
+    select = TERMS_SELECT if keep is not None else "ids,doi"
+    request = works_request(
+        dois, select=select, contact=getattr(http, "contact", None), api_key=api_key
+    )
 
     def read(body: Any) -> dict[str, ArticleIds] | None:
         results = body.get("results") if isinstance(body, Mapping) else None
-        return ids_by_key(results, set(dois), work_ids)
+        found = ids_by_key(results, set(dois), work_ids)
+        if keep is not None and isinstance(results, list) and found is not None:
+            works: dict[str, dict[str, Any]] = {}
+            for work in results:
+                named = _work_by_doi(work) if isinstance(work, Mapping) else None
+                if named is not None:
+                    works.setdefault(*named)
+            for doi in dois:
+                keep[doi] = works.get(doi)
+        return found
 
     # chunk_answer logs neither the URL nor the params: they may carry the key.
     what = f"OpenAlex works filter ({len(dois)} DOI{'s' if len(dois) != 1 else ''})"

@@ -9,8 +9,8 @@ sends only those rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any, Final
 
 import pandas as pd
 
@@ -37,17 +37,28 @@ _Found = tuple[dict[ArticleIds, ArticleIds], set[ArticleIds], str]
 """One chunk's answer: merged ids per key, the keys given up, and why."""
 
 
-def _default_batch_resolver(options: Options) -> BatchResolver:
+def _default_batch_resolver(
+    options: Options, works: MutableMapping[str, dict[str, Any] | None] | None
+) -> BatchResolver:
     from ...operations.resolution import default_batch_resolver
 
     key = options.credentials.get("openalex_api_key")
-    return default_batch_resolver(openalex_api_key=str(key) if key else None)
+    return default_batch_resolver(openalex_api_key=str(key) if key else None, openalex_works=works)
 
 
 async def resolve_frame(
-    frame: pd.DataFrame, ctx: CallContext, resolver: BatchResolver | None, force: bool
+    frame: pd.DataFrame,
+    ctx: CallContext,
+    resolver: BatchResolver | None,
+    force: bool,
+    *,
+    openalex_works: MutableMapping[str, dict[str, Any] | None] | None = None,
 ) -> pd.DataFrame:
-    """Return ``frame`` with its ids resolved in batches (``resolver``, else the default)."""
+    """Return ``frame`` with its ids resolved in batches (``resolver``, else the default).
+
+    ``openalex_works`` (the default resolver only): where each DOI's OpenAlex work
+    with its access terms goes as the resolution reads it, for later steps.
+    """
     plan = plan_step(frame, ctx.explicit, "resolve_error", force)
     units = units_of(plan)
     first = units.first
@@ -56,7 +67,7 @@ async def resolve_frame(
     batch = (
         resolver
         if resolver is not None
-        else (_default_batch_resolver(ctx.options) if keys else None)
+        else (_default_batch_resolver(ctx.options, openalex_works) if keys else None)
     )
 
     async def work(http: Session, index: int) -> _Found:
