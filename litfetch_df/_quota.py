@@ -189,6 +189,18 @@ class QuotaLedger:
         if left is not None and left <= 0:
             raise QuotaDeferred(self.reason(limit))
 
+    def spent(self, host: str, path: str, params: Mapping[str, object] | None) -> bool:
+        """Whether :meth:`reserve` would refuse this request now (nothing is held or sent).
+
+        Calls sent and not yet answered count as spent, as they do for :meth:`reserve`:
+        a caller that asks before sending learns what the request would meet.
+        """
+        limit = self.metered(host, path, params)
+        if limit is None:
+            return False
+        left = self.left(limit)
+        return left is not None and left - self._entry(limit).pending <= 0
+
     def reserve(self, host: str, path: str, params: Mapping[str, object] | None) -> None:
         """:meth:`check`, then hold one call of the budget until :meth:`observe` or
         :meth:`release` (raises :class:`QuotaDeferred` when none is left)."""

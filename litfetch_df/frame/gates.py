@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from .._http import Rate
+from .._quota import QuotaLedger
 from .._store import CachedResponse
 from ..session import Session
 from . import bulk
@@ -97,6 +98,11 @@ class UnitHttp:
     def contact(self) -> str | None:
         """The session's contact email."""
         return self._scope.contact
+
+    @property
+    def quota(self) -> QuotaLedger | None:
+        """The session's quota ledger: a step reads a spent budget here before asking."""
+        return self._scope.quota
 
     async def _gate(self, url: str) -> None:
         lookups = self._gates.blocking(url)
