@@ -114,6 +114,8 @@ class _Entry:
     # Calls sent and not yet answered (never saved): counted as spent, so requests that
     # go out together cannot overdraw the budget between their check and their answer.
     pending: int = 0
+    # Whether a refusal was logged this period (never saved): one warning, not one a row.
+    warned: bool = False
 
 
 class QuotaLedger:
@@ -210,7 +212,11 @@ class QuotaLedger:
         left = self.left(limit)
         entry = self._entry(limit)
         if left is not None and left - entry.pending <= 0:
-            raise QuotaDeferred(self.reason(limit))
+            reason = self.reason(limit)
+            if not entry.warned:
+                entry.warned = True
+                log.warning("%s: requests to it wait for the reset", reason)
+            raise QuotaDeferred(reason)
         entry.pending += 1
 
     def release(self, host: str, path: str, params: Mapping[str, object] | None) -> None:

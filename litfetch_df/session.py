@@ -510,6 +510,10 @@ class Session:
             self._shared.primed[key] = _Primed(None, reason)
         return key
 
+    def is_primed(self, key: str) -> bool:
+        """Whether a request keyed ``key`` (:meth:`prime`'s return) is primed, answer or failure."""
+        return key in self._shared.primed
+
     def unprime(self, keys: Iterable[str]) -> None:
         """Forget the primed answers under ``keys`` (as returned by :meth:`prime`)."""
         primed = self._shared.primed

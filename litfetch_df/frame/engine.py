@@ -409,6 +409,7 @@ async def _run_units_gated(
     credentials = dict(ctx.options.credentials)
     keys = bulk.PrimedKeys(session)
     gates = Gates()
+    keys.on_add = gates.primed
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
     # A unit waiting for a lookup gives its slot away, so without a second bound every unit
     # of the table would be started (and held, with its scope and cells) while a slow lookup

@@ -18,7 +18,7 @@ import httpx
 from .._http import Rate
 from .._quota import QuotaLedger
 from .._store import CachedResponse
-from ..session import Session
+from ..session import Session, request_key
 from . import bulk
 
 __all__ = ["Gates", "Slot", "UnitHttp"]
@@ -29,6 +29,20 @@ class Gates:
 
     def __init__(self) -> None:
         self._lookups: list[tuple[bulk.Service, asyncio.Task[list[str]]]] = []
+        self._signals: dict[str, asyncio.Event] = {}
+
+    def signal(self, key: str) -> asyncio.Event:
+        """The event set once the request keyed ``key`` is primed (see :meth:`primed`)."""
+        event = self._signals.get(key)
+        if event is None:
+            event = self._signals[key] = asyncio.Event()
+        return event
+
+    def primed(self, key: str) -> None:
+        """A lookup primed ``key``: wake the units waiting to read it."""
+        event = self._signals.pop(key, None)
+        if event is not None:
+            event.set()
 
     def add(self, service: bulk.Service, task: asyncio.Task[list[str]]) -> None:
         """Hold requests ``service`` may prime until ``task`` (its lookup) is done."""
@@ -61,13 +75,21 @@ class Slot:
         self._waiting = 0
         self._taking = asyncio.Lock()
 
-    async def wait_for(self, lookups: set[asyncio.Task[list[str]]]) -> None:
-        """Wait until ``lookups`` are done, holding no slot meanwhile."""
+    async def wait_for(
+        self, lookups: set[asyncio.Task[list[str]]], primed: asyncio.Event | None = None
+    ) -> None:
+        """Wait until ``lookups`` are done (or ``primed`` is set), holding no slot meanwhile."""
         self._waiting += 1
         self.release()
+        woken = asyncio.ensure_future(primed.wait()) if primed is not None else None
         try:
-            await asyncio.wait(lookups)
+            if woken is None:
+                await asyncio.wait(lookups)
+            else:
+                await asyncio.wait({*lookups, woken}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if woken is not None:
+                woken.cancel()
             self._waiting -= 1
         async with self._taking:
             # The unit's other requests may still be waiting: the last one takes the slot.
@@ -134,9 +156,17 @@ class UnitHttp:
         """The scope's held answer for a GET (nothing sent), once its bulk lookup is in.
 
         Waiting makes what is read independent of timing: a lookup still
-        running may yet prime the answer.
+        running may yet prime the answer. Once it has primed this one (a
+        lookup primes a request once), the answer is read at once: a lookup
+        that primes as its answers come in (OpenAlex's singletons, when the
+        list budget is spent) does not hold every unit until its last answer.
         """
-        await self._gate(url)
+        key = request_key("GET", url, params, headers, False, None)
+        while lookups := self._gates.blocking(url):
+            signal = self._gates.signal(key)
+            if self._scope.is_primed(key):
+                break
+            await self._slot.wait_for(lookups, signal)
         return await self._scope.held(url, params=params, headers=headers)
 
     async def post(

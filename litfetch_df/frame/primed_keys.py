@@ -7,7 +7,7 @@ table holds the primed answers of the units still to run (ADR 0018).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..ids import ArticleIds
 from ..session import Session
@@ -35,6 +35,8 @@ class PrimedKeys:
         self._of: dict[ArticleIds, list[str]] = {}
         self._users: dict[str, int] = {}
         self._done: set[ArticleIds] = set()
+        # Told each key as it is primed (the runner wakes the units waiting for it).
+        self.on_add: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         return len(self._all)
@@ -45,10 +47,14 @@ class PrimedKeys:
     def append(self, key: str) -> None:
         """List ``key`` with no bundle: it is unprimed at the end of the call."""
         self._all.append(key)
+        if self.on_add is not None:
+            self.on_add(key)
 
     def add(self, ids: ArticleIds, key: str) -> None:
         """List ``key`` as an answer for the unit of ``ids`` (released with that unit)."""
         self._all.append(key)
+        if self.on_add is not None:
+            self.on_add(key)
         unit = bundle_key(ids)
         if unit in self._done:
             if key not in self._users:

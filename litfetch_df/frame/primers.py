@@ -473,36 +473,51 @@ async def _prime_openalex_terms(
         failures = list(scope.failures)
     values: list[Mapping[str, Any] | None] = list(found.values)
     abandoned = set(found.abandoned)
-    if abandoned and list_budget_spent(session, api_key=api_key):
-        # The list budget is spent: each DOI by the free singleton lookup instead, so the
-        # steps read the same answers (and Unpaywall is still asked only where OpenAlex
-        # does not know the DOI).
-        lost = {i: k.wire for i in abandoned if (k := terms_key(bundles[i])) is not None}
-        async with session.scope() as scope:
-            singles = await single_works(scope, list(lost.values()), api_key=api_key)
-        for i, wire in lost.items():
-            if wire in singles:
-                values[i] = singles[wire]
-                abandoned.discard(i)
-    for i, (ids, work) in enumerate(zip(bundles, values, strict=True)):
-        key = terms_key(ids)
+
+    def prime(i: int, work: Mapping[str, Any] | None) -> None:
         # A work OpenAlex answered is primed, a miss as an empty answer (so Unpaywall is
         # asked only for DOIs OpenAlex does not know), and a failure (so a reader knows
         # it lost it and takes a detour).
+        ids = bundles[i]
+        key = terms_key(ids)
         if key is None:
-            continue
+            return
         request = works_request(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
         if work is None and i in abandoned:
             why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
             keys.add(ids, _fail(session, request, why))
-            continue
+            return
         answer = {
             "meta": {"count": 0 if work is None else 1},
             "results": [] if work is None else [work],
         }
         keys.add(ids, _respond(session, request, 200, _json_bytes(answer), _JSON))
+
+    detoured: set[int] = set()
+    if abandoned and list_budget_spent(session, api_key=api_key):
+        # The list budget is spent: each DOI by the free singleton lookup instead, so the
+        # steps read the same answers (and Unpaywall is still asked only where OpenAlex
+        # does not know the DOI). Each answer is primed as it comes in: the units waiting
+        # for it go on meanwhile instead of waiting for the last of some 100 a second.
+        lost: dict[str, list[int]] = {}
+        for i in sorted(abandoned):
+            if (k := terms_key(bundles[i])) is not None:
+                lost.setdefault(k.wire, []).append(i)
+
+        def answered(wire: str, work: Mapping[str, Any] | None) -> None:
+            for i in lost.get(wire, ()):
+                abandoned.discard(i)
+                detoured.add(i)
+                values[i] = work
+                prime(i, work)
+
+        async with session.scope() as scope:
+            await single_works(scope, list(lost), api_key=api_key, on_answer=answered)
+    for i, work in enumerate(values):
+        if i not in detoured:
+            prime(i, work)
 
 
 PRIMERS: Final = {

@@ -63,7 +63,7 @@ async def _held_json(http: HeldAnswers, request: GetRequest) -> Any:
 
 
 async def held_s2_paper(
-    http: Http, ids: ArticleIds, credentials: Mapping[str, object] | None = None
+    http: Http | HeldAnswers, ids: ArticleIds, credentials: Mapping[str, object] | None = None
 ) -> dict[str, Any] | None:
     """Semantic Scholar's held paper answer (``fields=openAccessPdf``) for ``ids``, or ``None``.
 

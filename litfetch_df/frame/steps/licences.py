@@ -5,7 +5,10 @@ Read from the body bytes where the row holds a body (``body`` or
 out, typically the access status — asked of Unpaywall by DOI (basis
 ``'unpaywall'``; needs a contact), and as a last resort for the licence,
 Crossref's deposited ``license[]`` (basis ``'crossref'``). Rows of one
-bundle that hold different bodies are judged apart.
+bundle that hold different bodies are judged apart. With Unpaywall's day spent
+(the session's quota ledger says so, no request sent), the held Crossref,
+Semantic Scholar, OpenAlex and Europe PMC answers stand in, each under its own
+basis; only a row none of them gives an access status is deferred.
 """
 
 from __future__ import annotations
