@@ -19,7 +19,7 @@ import pandas as pd
 
 import litfetch_df  # noqa: F401  (registers df.lit)
 from litfetch_df._quota import QuotaLedger
-from litfetch_df.frame.outcome import is_abandoned, is_deferred
+from litfetch_df.frame.outcome import given_up_in, is_abandoned, is_deferred
 from litfetch_df.ids import ArticleIds
 from litfetch_df.sources.unpaywall import UnpaywallFileSource, unpaywall_spent
 from tests.conftest import mock_session
@@ -133,8 +133,12 @@ async def test_only_rows_no_service_knows_are_deferred() -> None:
     assert out.loc[LICENSED, "licence"] == "https://creativecommons.org/licenses/by/4.0/"
     assert out.loc[LICENSED, "licence_basis"] == "crossref"
     error = str(out.loc[LICENSED, "licence_error"])
-    assert error.startswith("partial: api.unpaywall.org") and wording in error
-    assert is_abandoned(error)
+    assert error.startswith(f"partial: api.unpaywall.org {wording}")
+    assert "abandoned" not in error and is_abandoned(error)  # not abandoned, but redone
+    # Read back, the deferral is the lost source's reason.
+    assert [(g.source, g.reason[: len(wording)]) for g in given_up_in(error)] == [
+        ("api.unpaywall.org", wording)
+    ]
     assert out["oa_status"].isna()[LICENSED]
     assert not is_deferred(out.loc[S2_OPEN, "licence_error"])
 
