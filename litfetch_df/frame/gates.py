@@ -161,8 +161,9 @@ class UnitHttp:
         that primes as its answers come in (OpenAlex's singletons, when the
         list budget is spent) does not hold every unit until its last answer.
         """
-        key = request_key("GET", url, params, headers, False, None)
+        key: str | None = None
         while lookups := self._gates.blocking(url):
+            key = key or request_key("GET", url, params, headers, False, None)
             signal = self._gates.signal(key)
             if self._scope.is_primed(key):
                 break
