@@ -114,6 +114,8 @@ class _Entry:
     # Calls sent and not yet answered (never saved): counted as spent, so requests that
     # go out together cannot overdraw the budget between their check and their answer.
     pending: int = 0
+    # Whether a refusal was logged this period (never saved): one warning, not one a row.
+    warned: bool = False
 
 
 class QuotaLedger:
@@ -189,6 +191,18 @@ class QuotaLedger:
         if left is not None and left <= 0:
             raise QuotaDeferred(self.reason(limit))
 
+    def spent(self, host: str, path: str, params: Mapping[str, object] | None) -> bool:
+        """Whether :meth:`reserve` would refuse this request now (nothing is held or sent).
+
+        Calls sent and not yet answered count as spent, as they do for :meth:`reserve`:
+        a caller that asks before sending learns what the request would meet.
+        """
+        limit = self.metered(host, path, params)
+        if limit is None:
+            return False
+        left = self.left(limit)
+        return left is not None and left - self._entry(limit).pending <= 0
+
     def reserve(self, host: str, path: str, params: Mapping[str, object] | None) -> None:
         """:meth:`check`, then hold one call of the budget until :meth:`observe` or
         :meth:`release` (raises :class:`QuotaDeferred` when none is left)."""
@@ -198,7 +212,11 @@ class QuotaLedger:
         left = self.left(limit)
         entry = self._entry(limit)
         if left is not None and left - entry.pending <= 0:
-            raise QuotaDeferred(self.reason(limit))
+            reason = self.reason(limit)
+            if not entry.warned:
+                entry.warned = True
+                log.warning("%s: requests to it wait for the reset", reason)
+            raise QuotaDeferred(reason)
         entry.pending += 1
 
     def release(self, host: str, path: str, params: Mapping[str, object] | None) -> None:

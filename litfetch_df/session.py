@@ -510,21 +510,8 @@ class Session:
             self._shared.primed[key] = _Primed(None, reason)
         return key
 
-    def is_primed(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        follow_redirects: bool = False,
-    ) -> bool:
-        """Return whether this exact request is primed (an answer or a failure; see :meth:`prime`).
-
-        A primed request is settled without a send, so a caller holding it back for
-        a bulk lookup need wait no longer. Reads nothing else and records nothing.
-        """
-        key = request_key(method, url, params, headers, follow_redirects, None)
+    def is_primed(self, key: str) -> bool:
+        """Whether a request keyed ``key`` (:meth:`prime`'s return) is primed, answer or failure."""
         return key in self._shared.primed
 
     def unprime(self, keys: Iterable[str]) -> None:

@@ -36,7 +36,8 @@ async def _setup(
     session: Session, release: asyncio.Event
 ) -> tuple[UnitHttp, asyncio.Task[list[str]], asyncio.Semaphore]:
     gates = Gates()
-    keys = PrimedKeys(session, on_add=gates.primed)
+    keys = PrimedKeys(session)
+    keys.on_add = gates.primed
     primed = asyncio.Event()
 
     async def lookup() -> list[str]:

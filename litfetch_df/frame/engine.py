@@ -415,7 +415,8 @@ async def _run_units_gated(
     session = ctx.session
     credentials = dict(ctx.options.credentials)
     gates = Gates()
-    keys = bulk.PrimedKeys(session, on_add=gates.primed)
+    keys = bulk.PrimedKeys(session)
+    keys.on_add = gates.primed
     slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
     # A unit waiting for a lookup gives its slot away, so without a second bound every unit
     # of the table would be started (and held, with its scope and cells) while a slow lookup

@@ -6,26 +6,27 @@ it, and its unit gives its concurrency slot to another unit meanwhile, so
 no request is spent on an answer the lookup brings anyway, and the units
 need not wait for the slowest lookup to begin.
 
-A GET waits only until its own answer is primed, not for the whole lookup:
-a lookup primes chunk by chunk, and on a long table the last chunk of a
-slowly paced service (Crossref's list pool, 3 a second) comes minutes after
-the first, while the units its early chunks answered could go on. A request
-the lookup primes nothing for (its chunk was not answered, or the lookup
-never covers it) still waits for the whole lookup, as a POST always does.
+A GET (and a read of a held answer) waits only until its own answer is
+primed, not for the whole lookup: a lookup primes chunk by chunk, and on a
+long table the last chunk of a slowly paced service (Crossref's list pool,
+3 a second) comes minutes after the first, while the units its early chunks
+answered could go on. A request the lookup primes nothing for (its chunk was
+not answered, or the lookup never covers it) still waits for the whole
+lookup, as a POST always does.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from .._http import Rate
+from .._quota import QuotaLedger
 from .._store import CachedResponse
-from ..session import Session
+from ..session import Session, request_key
 from . import bulk
 
 __all__ = ["Gates", "Slot", "UnitHttp"]
@@ -36,35 +37,20 @@ class Gates:
 
     def __init__(self) -> None:
         self._lookups: list[tuple[bulk.Service, asyncio.Task[list[str]]]] = []
-        self._primed = asyncio.Event()
-        self._waking = False
+        self._signals: dict[str, asyncio.Event] = {}
 
-    def primed(self) -> None:
-        """Some answers were just primed: wake the requests waiting for their own.
+    def signal(self, key: str) -> asyncio.Event:
+        """The event set once the request keyed ``key`` is primed (see :meth:`primed`)."""
+        event = self._signals.get(key)
+        if event is None:
+            event = self._signals[key] = asyncio.Event()
+        return event
 
-        A chunk primes its keys one after the other without yielding, so the
-        wake-up is sent once, after the chunk, not once per key.
-        """
-        if self._waking:
-            return
-        self._waking = True
-        asyncio.get_running_loop().call_soon(self._wake)
-
-    def _wake(self) -> None:
-        self._waking = False
-        event, self._primed = self._primed, asyncio.Event()
-        event.set()
-
-    async def until_primed_or_done(self, lookups: set[asyncio.Task[list[str]]]) -> None:
-        """Wait until the next answers are primed or every one of ``lookups`` is done."""
-        wake = asyncio.ensure_future(self._primed.wait())
-        everything = asyncio.ensure_future(asyncio.wait(lookups))
-        try:
-            await asyncio.wait({wake, everything}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # Cancelling the waits cancels neither the lookups nor the event.
-            wake.cancel()
-            everything.cancel()
+    def primed(self, key: str) -> None:
+        """A lookup primed ``key``: wake the units waiting to read it."""
+        event = self._signals.pop(key, None)
+        if event is not None:
+            event.set()
 
     def add(self, service: bulk.Service, task: asyncio.Task[list[str]]) -> None:
         """Hold requests ``service`` may prime until ``task`` (its lookup) is done."""
@@ -97,19 +83,21 @@ class Slot:
         self._waiting = 0
         self._taking = asyncio.Lock()
 
-    async def wait_for(self, lookups: set[asyncio.Task[list[str]]]) -> None:
-        """Wait until ``lookups`` are done, holding no slot meanwhile."""
-        async with self.given_up():
-            await asyncio.wait(lookups)
-
-    @contextlib.asynccontextmanager
-    async def given_up(self) -> AsyncIterator[None]:
-        """Hold no slot inside the block; take it back after (unless another wait still runs)."""
+    async def wait_for(
+        self, lookups: set[asyncio.Task[list[str]]], primed: asyncio.Event | None = None
+    ) -> None:
+        """Wait until ``lookups`` are done (or ``primed`` is set), holding no slot meanwhile."""
         self._waiting += 1
         self.release()
+        woken = asyncio.ensure_future(primed.wait()) if primed is not None else None
         try:
-            yield
+            if woken is None:
+                await asyncio.wait(lookups)
+            else:
+                await asyncio.wait({*lookups, woken}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if woken is not None:
+                woken.cancel()
             self._waiting -= 1
         async with self._taking:
             # The unit's other requests may still be waiting: the last one takes the slot.
@@ -141,6 +129,11 @@ class UnitHttp:
         """The session's contact email."""
         return self._scope.contact
 
+    @property
+    def quota(self) -> QuotaLedger | None:
+        """The session's quota ledger: a step reads a spent budget here before asking."""
+        return self._scope.quota
+
     async def _gate(self, url: str) -> None:
         lookups = self._gates.blocking(url)
         if lookups:
@@ -154,21 +147,14 @@ class UnitHttp:
         follow_redirects: bool = False,
     ) -> None:
         """Hold a GET until its own answer is primed or no lookup that may prime it runs."""
-        lookups = self._gates.blocking(url)
-        if not lookups:
-            return
-
-        def settled() -> bool:
-            return self._scope.is_primed(
-                "GET", url, params=params, headers=headers, follow_redirects=follow_redirects
-            )
-
-        if settled():
-            return
-        async with self._slot.given_up():
-            while lookups and not settled():
-                await self._gates.until_primed_or_done(lookups)
-                lookups = self._gates.blocking(url)
+        key: str | None = None
+        while lookups := self._gates.blocking(url):
+            # Hashed only when a lookup gates the request (most requests pass ungated).
+            key = key or request_key("GET", url, params, headers, follow_redirects, None)
+            signal = self._gates.signal(key)
+            if self._scope.is_primed(key):
+                return
+            await self._slot.wait_for(lookups, signal)
 
     async def get(
         self,
@@ -195,7 +181,10 @@ class UnitHttp:
         """The scope's held answer for a GET (nothing sent), once its bulk lookup is in.
 
         Waiting makes what is read independent of timing: a lookup still
-        running may yet prime the answer.
+        running may yet prime the answer. Once it has primed this one (a
+        lookup primes a request once), the answer is read at once: a lookup
+        that primes as its answers come in (OpenAlex's singletons, when the
+        list budget is spent) does not hold every unit until its last answer.
         """
         await self._gate_get(url, params, headers)
         return await self._scope.held(url, params=params, headers=headers)

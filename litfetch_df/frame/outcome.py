@@ -126,12 +126,23 @@ def is_partial(error: object) -> bool:
     )
 
 
-_PARTIAL: Final = re.compile(r"^partial: (.+?) abandoned: (.*)$", re.DOTALL)
+_PARTIAL: Final = re.compile(r"^partial: (.+?) (?:abandoned: (.*)|(deferred: .*))$", re.DOTALL)
+
+
+def _partial_part(g: GivenUp) -> str:
+    reason = short(compact(g.reason))
+    # A spent quota says so: "partial: <host> deferred: <host> daily quota, resets in …".
+    if reason.startswith("deferred: "):
+        return f"partial: {g.source} {reason}"
+    return f"partial: {g.source} abandoned: {reason}"
 
 
 def partial_text(given_up: Sequence[GivenUp]) -> str | None:
-    """The error text of a partial answer: one ``partial: <source> abandoned: <reason>`` each."""
-    return join(*(f"partial: {g.source} abandoned: {short(compact(g.reason))}" for g in given_up))
+    """The error text of a partial answer: one ``partial: <source> abandoned: <reason>`` each.
+
+    A source a spent quota held back reads ``partial: <source> deferred: <reason>``.
+    """
+    return join(*(_partial_part(g) for g in given_up))
 
 
 def given_up_in(error: object) -> tuple[GivenUp, ...]:
@@ -140,7 +151,7 @@ def given_up_in(error: object) -> tuple[GivenUp, ...]:
     for part in _parts(untagged(error) if isinstance(error, str) else error):
         m = _PARTIAL.match(part)
         if m:
-            found.append(GivenUp(m.group(1), m.group(2)))
+            found.append(GivenUp(m.group(1), m.group(2) if m.group(3) is None else m.group(3)))
     return tuple(found)
 
 

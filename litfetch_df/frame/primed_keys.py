@@ -29,19 +29,14 @@ class PrimedKeys:
     already done is unprimed as soon as it is added.
     """
 
-    def __init__(
-        self,
-        session: Session,
-        into: list[str] | None = None,
-        *,
-        on_add: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, session: Session, into: list[str] | None = None) -> None:
         self._session = session
-        self._on_add = on_add
         self._all: list[str] = [] if into is None else into
         self._of: dict[ArticleIds, list[str]] = {}
         self._users: dict[str, int] = {}
         self._done: set[ArticleIds] = set()
+        # Told each key as it is primed (the runner wakes the units waiting for it).
+        self.on_add: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         return len(self._all)
@@ -52,16 +47,14 @@ class PrimedKeys:
     def append(self, key: str) -> None:
         """List ``key`` with no bundle: it is unprimed at the end of the call."""
         self._all.append(key)
+        if self.on_add is not None:
+            self.on_add(key)
 
     def add(self, ids: ArticleIds, key: str) -> None:
-        """List ``key`` as an answer for the unit of ``ids`` (released with that unit).
-
-        ``on_add`` (given at construction) is told, so requests waiting for their
-        own primed answer can look again.
-        """
+        """List ``key`` as an answer for the unit of ``ids`` (released with that unit)."""
         self._all.append(key)
-        if self._on_add is not None:
-            self._on_add()
+        if self.on_add is not None:
+            self.on_add(key)
         unit = bundle_key(ids)
         if unit in self._done:
             if key not in self._users:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -21,7 +20,7 @@ import httpx
 from .._http import BulkHttp, get_logger
 from .._store import Recalled
 from ..ids import ArticleIds, parse_doi, parse_pmcid
-from ..session import CachedResponse, Session
+from ..session import Session
 from ..sources._common import GetRequest, usable_credential
 from ..sources.bulk_recipe import Settled
 from ..sources.crossref import CROSSREF_WORKS_URL, crossref_work_request
@@ -58,6 +57,16 @@ from ..sources.springer_batch import (
     springer_batch_key,
 )
 from ..sources.springer_oa_batch import single_answer, springer_oa_pages
+from .primed_answers import (
+    JSON_HEADERS,
+    Answer,
+    fail,
+    json_bytes,
+    prime_held_works,
+    prime_settled,
+    prime_work,
+    respond,
+)
 from .primed_keys import PrimedKeys
 
 __all__ = ["HELD_LOOKUPS", "PRIMERS", "Service", "may_prime", "prime_held_works"]
@@ -67,9 +76,6 @@ log = get_logger(__name__)
 _S2_FIELDS: Final = "openAccessPdf"
 """The field the per-article file source asks Semantic Scholar for."""
 
-_JSON: Final = (("content-type", "application/json"),)
-_Answer = tuple[int, bytes, tuple[tuple[str, str], ...]]
-"""A primed answer: status, content, headers."""
 _TEXT: Final = (("content-type", "text/plain;charset=utf-8"),)
 
 
@@ -122,67 +128,6 @@ def may_prime(service: Service, url: str) -> bool:
 
 
 # -- priming -------------------------------------------------------------------------------------
-
-
-def _respond(
-    session: Session,
-    request: GetRequest,
-    status: int,
-    content: bytes,
-    headers: tuple[tuple[str, str], ...],
-) -> str:
-    entry = CachedResponse(status_code=status, headers=headers, content=content, url=request.url)
-    return session.prime(
-        "GET", request.url, params=request.params, headers=request.headers, response=entry
-    )
-
-
-def _json_bytes(obj: Any) -> bytes:
-    return _COMPACT_JSON.encode(obj).encode()
-
-
-# Built once: json.dumps with options builds a new encoder on each call.
-_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
-
-
-def _fail(session: Session, request: GetRequest, reason: str) -> str:
-    return session.prime(
-        "GET", request.url, params=request.params, headers=request.headers, failure=reason
-    )
-
-
-def _prime_settled(
-    session: Session,
-    settled: Settled[dict[str, Any]],
-    requests: Callable[[ArticleIds], Sequence[GetRequest]],
-    bundles: Sequence[ArticleIds],
-    hit: Callable[[dict[str, Any]], bytes],
-    missing: Callable[[GetRequest], _Answer],
-    reason: Callable[[], str],
-    keys: PrimedKeys,
-) -> None:
-    """Prime every request of the bundles ``settled`` covers with what the lookup said.
-
-    Abandoned: a failure (``reason()``). A record: ``hit(record)`` as a 200
-    JSON answer, built once for all of them. No record, but a well-formed
-    answer covered the bundle (now or from the persistent cache):
-    ``missing(request)`` (status, content, headers), the per-article "none".
-    Otherwise nothing, and the per-article request goes out as usual.
-    """
-    record = settled.value
-    if settled.abandoned:
-        why = reason()
-        for i in settled.where:
-            for request in requests(bundles[i]):
-                keys.add(bundles[i], _fail(session, request, why))
-        return
-    if record is None and not settled.answered:
-        return
-    found = None if record is None else (200, hit(record), _JSON)
-    for i in settled.where:
-        for request in requests(bundles[i]):
-            status, content, headers = found if found is not None else missing(request)
-            keys.add(bundles[i], _respond(session, request, status, content, headers))
 
 
 class _ChunkScopes:
@@ -262,14 +207,14 @@ async def _prime_s2(
 
     def hit(record: dict[str, Any]) -> bytes:
         # The single-paper answer carries paperId and the fields asked for.
-        return _json_bytes({"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)})
+        return json_bytes({"paperId": record.get("paperId"), _S2_FIELDS: record.get(_S2_FIELDS)})
 
-    def missing(request: GetRequest) -> _Answer:
+    def missing(request: GetRequest) -> Answer:
         paper = request.url.removeprefix(S2_PAPER_URL)
-        return 404, _json_bytes({"error": f"Paper with id {paper} not found"}), _JSON
+        return 404, json_bytes({"error": f"Paper with id {paper} not found"}), JSON_HEADERS
 
     def prime(settled: Settled[dict[str, Any]], reason: Callable[[], str]) -> None:
-        _prime_settled(session, settled, requests, bundles, hit, missing, reason, keys)
+        prime_settled(session, settled, requests, bundles, hit, missing, reason, keys)
 
     await _stream(
         session,
@@ -313,10 +258,10 @@ async def _prime_crossref(
         return _crossref_requests(ids, session.contact)
 
     def hit(record: dict[str, Any]) -> bytes:
-        return _json_bytes({"status": "ok", "message-type": "work", "message": record})
+        return json_bytes({"status": "ok", "message-type": "work", "message": record})
 
     def prime(settled: Settled[dict[str, Any]], reason: Callable[[], str]) -> None:
-        _prime_settled(session, settled, requests, bundles, hit, lambda _: _NOT_FOUND, reason, keys)
+        prime_settled(session, settled, requests, bundles, hit, lambda _: _NOT_FOUND, reason, keys)
 
     await _stream(
         session,
@@ -345,12 +290,12 @@ async def _prime_springer(
         return [] if batch_key is None else [springer_meta_request(batch_key.wire, api_key)]
 
     def hit(record: dict[str, Any]) -> bytes:
-        return _json_bytes({"records": [record], "facets": []})
+        return json_bytes({"records": [record], "facets": []})
 
-    none = (200, _json_bytes({"records": [], "facets": []}), _JSON)
+    none = (200, json_bytes({"records": [], "facets": []}), JSON_HEADERS)
 
     def prime(settled: Settled[dict[str, Any]], reason: Callable[[], str]) -> None:
-        _prime_settled(session, settled, requests, bundles, hit, lambda _: none, reason, keys)
+        prime_settled(session, settled, requests, bundles, hit, lambda _: none, reason, keys)
 
     await _stream(
         session,
@@ -401,9 +346,9 @@ async def _prime_springer_open_access(
         request = springer_oa_request(wire, api_key)
         article = pages.articles.get(wire.lower())
         if article is not None:
-            keys.add(ids, _respond(session, request, 200, single_answer(article), _XML))
+            keys.add(ids, respond(session, request, 200, single_answer(article), _XML))
         elif wire.lower() in pages.absent:
-            keys.add(ids, _respond(session, request, 200, _NO_OPEN_ACCESS, _XML))
+            keys.add(ids, respond(session, request, 200, _NO_OPEN_ACCESS, _XML))
 
 
 # The answer Europe PMC gives a full-text request for an article it holds no text of.
@@ -433,15 +378,15 @@ async def _prime_europe_pmc(
             # Given up: the full-text request is asked as before, but a reader of the
             # record's flags (service_terms) must learn it was lost, not read "nothing".
             why = _reason(failures, HELD_LOOKUPS[Service.EUROPE_PMC_FULL_TEXT])
-            made = [_fail(session, pmcid_search_request([pmcid]), why)]
+            made = [fail(session, pmcid_search_request([pmcid]), why)]
         else:
             # The one-PMCID search, for readers of the record's flags (service_terms).
             answer = {"hitCount": 1, "resultList": {"result": [_lite_record(pmcid, holding)]}}
             search = pmcid_search_request([pmcid])
-            made = [_respond(session, search, 200, _json_bytes(answer), _JSON)]
+            made = [respond(session, search, 200, json_bytes(answer), JSON_HEADERS)]
             # Only a record that says "no full text" spares the full-text request.
             if holding.lacks_full_text:
-                made.append(_respond(session, full_text_request(pmcid), 404, _NO_FULL_TEXT, _TEXT))
+                made.append(respond(session, full_text_request(pmcid), 404, _NO_FULL_TEXT, _TEXT))
         primed[pmcid] = made
         for key in made:
             keys.add(ids, key)
@@ -473,76 +418,47 @@ async def _prime_openalex_terms(
         failures = list(scope.failures)
     values: list[Mapping[str, Any] | None] = list(found.values)
     abandoned = set(found.abandoned)
-    if abandoned and list_budget_spent(session, api_key=api_key):
-        # The list budget is spent: each DOI by the free singleton lookup instead, so the
-        # steps read the same answers (and Unpaywall is still asked only where OpenAlex
-        # does not know the DOI).
-        lost = {i: k.wire for i in abandoned if (k := terms_key(bundles[i])) is not None}
-        async with session.scope() as scope:
-            singles = await single_works(scope, list(lost.values()), api_key=api_key)
-        for i, wire in lost.items():
-            if wire in singles:
-                values[i] = singles[wire]
-                abandoned.discard(i)
-    for i, (ids, work) in enumerate(zip(bundles, values, strict=True)):
-        key = terms_key(ids)
+
+    def prime(i: int, work: Mapping[str, Any] | None) -> None:
         # A work OpenAlex answered is primed, a miss as an empty answer (so Unpaywall is
         # asked only for DOIs OpenAlex does not know), and a failure (so a reader knows
         # it lost it and takes a detour).
+        ids = bundles[i]
+        key = terms_key(ids)
         if key is None:
-            continue
+            return
         request = works_request(
             [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
         )
         if work is None and i in abandoned:
             why = _reason(failures, HELD_LOOKUPS[Service.OPENALEX_TERMS])
-            keys.add(ids, _fail(session, request, why))
-            continue
-        _prime_work(session, ids, request, work, keys)
+            keys.add(ids, fail(session, request, why))
+            return
+        prime_work(session, ids, request, work, keys)
 
+    detoured: set[int] = set()
+    if abandoned and list_budget_spent(session, api_key=api_key):
+        # The list budget is spent: each DOI by the free singleton lookup instead, so the
+        # steps read the same answers (and Unpaywall is still asked only where OpenAlex
+        # does not know the DOI). Each answer is primed as it comes in: the units waiting
+        # for it go on meanwhile instead of waiting for the last of some 100 a second.
+        lost: dict[str, list[int]] = {}
+        for i in sorted(abandoned):
+            if (k := terms_key(bundles[i])) is not None:
+                lost.setdefault(k.wire, []).append(i)
 
-def _prime_work(
-    session: Session,
-    ids: ArticleIds,
-    request: GetRequest,
-    work: Mapping[str, Any] | None,
-    keys: PrimedKeys,
-) -> None:
-    """Prime the one-DOI terms filter of ``ids`` with ``work`` (``None``: OpenAlex lacks it)."""
-    answer = {
-        "meta": {"count": 0 if work is None else 1},
-        "results": [] if work is None else [work],
-    }
-    keys.add(ids, _respond(session, request, 200, _json_bytes(answer), _JSON))
+        def answered(wire: str, work: Mapping[str, Any] | None) -> None:
+            for i in lost.get(wire, ()):
+                abandoned.discard(i)
+                detoured.add(i)
+                values[i] = work
+                prime(i, work)
 
-
-def prime_held_works(
-    session: Session,
-    bundles: Sequence[ArticleIds],
-    works: Mapping[str, Mapping[str, Any] | None],
-    credentials: Mapping[str, object],
-    keys: PrimedKeys,
-) -> set[int]:
-    """Prime each bundle's OpenAlex terms from ``works`` the run already read; return which.
-
-    ``works`` maps a lower-cased DOI to its work (``None``: OpenAlex answered
-    without it), as the resolution's works filter left them. The bundles
-    returned need no terms lookup of their own.
-    """
-    if not works:
-        return set()
-    api_key = usable_credential(credentials, "openalex_api_key")
-    covered: set[int] = set()
-    for i, ids in enumerate(bundles):
-        key = terms_key(ids)
-        if key is None or key.wire not in works:
-            continue
-        request = works_request(
-            [key.wire], select=TERMS_SELECT, contact=session.contact, api_key=api_key
-        )
-        _prime_work(session, ids, request, works[key.wire], keys)
-        covered.add(i)
-    return covered
+        async with session.scope() as scope:
+            await single_works(scope, list(lost), api_key=api_key, on_answer=answered)
+    for i, work in enumerate(values):
+        if i not in detoured:
+            prime(i, work)
 
 
 PRIMERS: Final = {

@@ -32,9 +32,9 @@ from ..sources.openalex import (
     work_ids,
     works_request,
 )
-from ..sources.semantic_scholar import s2_access, s2_paper_request
+from ..sources.semantic_scholar import TERMS_FIELDS, held_paper, s2_access
 
-__all__ = ["S2_TERMS_FIELDS", "SERVICE_ORDER", "service_terms"]
+__all__ = ["S2_TERMS_FIELDS", "SERVICE_ORDER", "held_s2_paper", "service_terms"]
 
 SERVICE_ORDER: Final = ("semantic_scholar", "openalex", "europe_pmc")
 """The order the services fill missing fields in (each is also the basis it is labelled with).
@@ -46,7 +46,7 @@ bulk). Europe PMC last: it states only that an article is in its
 open-access subset, no colour and no licence.
 """
 
-S2_TERMS_FIELDS: Final = "openAccessPdf"
+S2_TERMS_FIELDS: Final = TERMS_FIELDS
 """The fields of the Semantic Scholar paper lookup read here (the one the frame primes)."""
 
 
@@ -62,16 +62,27 @@ async def _held_json(http: HeldAnswers, request: GetRequest) -> Any:
         return None
 
 
+async def held_s2_paper(
+    http: Http | HeldAnswers, ids: ArticleIds, credentials: Mapping[str, object] | None = None
+) -> dict[str, Any] | None:
+    """Semantic Scholar's held paper answer (``fields=openAccessPdf``) for ``ids``, or ``None``.
+
+    No request: ``None`` when ``http`` holds no such answer (or holds nothing).
+    The files step's :class:`~litfetch_df.sources.semantic_scholar.SemanticScholarFileSource`
+    and the terms read here share this one lookup
+    (:func:`~litfetch_df.sources.semantic_scholar.held_paper`).
+    """
+    return await held_paper(http, ids, credentials)
+
+
 async def _semantic_scholar(
     http: HeldAnswers,
     ids: ArticleIds,
     credentials: Mapping[str, object] | None,
     contact: str | None,
 ) -> SourceMetadata:
-    api_key = usable_credential(credentials, "semantic_scholar_api_key")
-    request = s2_paper_request(ids, fields=S2_TERMS_FIELDS, api_key=api_key)
-    record = await _held_json(http, request) if request is not None else None
-    return s2_access(record) if isinstance(record, dict) else SourceMetadata()
+    record = await held_s2_paper(http, ids, credentials)
+    return s2_access(record) if record is not None else SourceMetadata()
 
 
 async def _openalex(

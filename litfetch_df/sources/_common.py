@@ -90,10 +90,13 @@ def failure_level(exc: BaseException) -> int:
 
     :data:`logging.INFO` for :class:`~litfetch_df.NotInCache` (an
     offline session's cache lacks the answer: routine when replaying a
-    recording, and the row's error column already says so), else
-    :data:`logging.WARNING`.
+    recording, and the row's error column already says so) and for a request
+    a spent quota kept unsent (the ledger warned once when the budget ran out;
+    each row's column says ``deferred``), else :data:`logging.WARNING`.
     """
-    return logging.INFO if isinstance(exc, NotInCache) else logging.WARNING
+    from .._quota import QuotaDeferred
+
+    return logging.INFO if isinstance(exc, NotInCache | QuotaDeferred) else logging.WARNING
 
 
 # -- requests that decline ------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
@@ -413,7 +413,11 @@ def list_budget_spent(http: Http, *, api_key: str | None = None) -> bool:
 
 
 async def single_works(
-    http: Http, dois: Sequence[str], *, api_key: str | None = None
+    http: Http,
+    dois: Sequence[str],
+    *,
+    api_key: str | None = None,
+    on_answer: Callable[[str, Mapping[str, Any] | None], None] | None = None,
 ) -> dict[str, Mapping[str, Any] | None]:
     """Each lower-cased DOI's work by the free singleton lookup, asked together.
 
@@ -421,6 +425,8 @@ async def single_works(
     Maps a DOI to its work (:data:`TERMS_SELECT`), or to ``None`` when OpenAlex
     answered that it does not know it (404); a DOI whose request was not
     answered is left out, so its caller can tell a miss from a loss.
+    ``on_answer(doi, work)`` is told each answered DOI as its answer arrives
+    (a caller can use it before the last one is in).
     """
 
     async def one(doi: str) -> tuple[str, Mapping[str, Any] | None] | None:
@@ -448,7 +454,13 @@ async def single_works(
             return None
         return doi, dict(body)
 
-    answers = await asyncio.gather(*(one(d) for d in dict.fromkeys(dois)))
+    async def told(doi: str) -> tuple[str, Mapping[str, Any] | None] | None:
+        answer = await one(doi)
+        if answer is not None and on_answer is not None:
+            on_answer(*answer)
+        return answer
+
+    answers = await asyncio.gather(*(told(d) for d in dict.fromkeys(dois)))
     return {a[0]: a[1] for a in answers if a is not None}
 
 

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from .._http import Http, Rate, get_logger
+from .._store import HeldAnswers, can_hold
 from ..files import PDF, Blob, File, FileKind
 from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
@@ -29,9 +31,11 @@ from .landing import is_landing_page
 
 __all__ = [
     "S2_PAPER_URL",
+    "TERMS_FIELDS",
     "SemanticScholarFileSource",
     "SemanticScholarResolver",
     "fetch_s2_paper",
+    "held_paper",
     "s2_access",
     "s2_article_ids",
     "s2_paper_id",
@@ -92,6 +96,34 @@ def s2_paper_request(
         headers={"x-api-key": key} if key else None,
         rate=Rate.S2_KEYED if key else Rate.S2_UNKEYED,
     )
+
+
+TERMS_FIELDS: Final = "openAccessPdf"
+"""The fields of the single-paper answer the bulk lookup primes and the access terms read."""
+
+
+async def held_paper(
+    http: Http | HeldAnswers, ids: ArticleIds, credentials: Mapping[str, object] | None = None
+) -> dict[str, Any] | None:
+    """Semantic Scholar's held paper answer (:data:`TERMS_FIELDS`) for ``ids``, or ``None``.
+
+    No request: ``None`` when ``http`` holds no such answer (or holds nothing), or
+    when the held answer is not a 200 JSON object.
+    """
+    if not can_hold(http):
+        return None
+    api_key = usable_credential(credentials, "semantic_scholar_api_key")
+    request = s2_paper_request(ids, fields=TERMS_FIELDS, api_key=api_key)
+    if request is None:
+        return None
+    entry = await http.held(request.url, params=request.params, headers=request.headers)
+    if entry is None or entry.status_code != 200:
+        return None
+    try:
+        record = json.loads(entry.content)
+    except ValueError:  # a held answer that is not JSON states nothing
+        return None
+    return record if isinstance(record, dict) else None
 
 
 async def fetch_s2_paper(

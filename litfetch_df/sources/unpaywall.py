@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import httpx
+
 from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path
@@ -31,6 +33,7 @@ __all__ = [
     "unpaywall_access",
     "unpaywall_email",
     "unpaywall_files",
+    "unpaywall_spent",
 ]
 
 log = get_logger(__name__)
@@ -68,6 +71,25 @@ async def fetch_unpaywall_record(
         return None
     send = http.get(url, params={"email": address}, rate=Rate.UNPAYWALL)
     return await fetch_json_object(send, f"Unpaywall lookup for {doi}", logger=log)
+
+
+def unpaywall_spent(http: Http, doi: str, *, email: str | None = None) -> bool:
+    """Whether ``http``'s quota ledger says Unpaywall's day is spent (no request is sent).
+
+    Read before asking, so a step can take what other services already said
+    instead of meeting the refusal. ``False`` when ``http`` keeps no ledger,
+    has no email to send, or ``doi`` is not a valid DOI (no request would go out).
+    """
+    ledger = getattr(http, "quota", None)
+    spent = getattr(ledger, "spent", None)
+    address = unpaywall_email(http, email)
+    if spent is None or address is None:
+        return False
+    try:
+        path = httpx.URL(UNPAYWALL_URL + doi_path(doi)).path
+    except ValueError:
+        return False
+    return bool(spent(httpx.URL(UNPAYWALL_URL).host, path, {"email": address}))
 
 
 def _best_location(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -135,7 +157,10 @@ class UnpaywallFileSource:
 
         With ``after_openalex``, a DOI whose OpenAlex work the session holds lists
         nothing here (:class:`~litfetch_df.sources.openalex.OpenAlexFileSource` lists
-        the same link) and costs no request.
+        the same link) and costs no request. When the quota ledger says Unpaywall's
+        day is spent, a DOI whose Semantic Scholar paper answer the session holds
+        lists nothing here either (that source lists its open-access PDF); only
+        the others meet the spent day, unsent, and are deferred.
         """
         if article_ids.doi is None:
             return ()
@@ -144,6 +169,13 @@ class UnpaywallFileSource:
 
             api_key = usable_credential(credentials, "openalex_api_key")
             if (await held_work(http, article_ids.doi, api_key=api_key)).state == "known":
+                return ()
+        if unpaywall_spent(http, article_ids.doi, email=self.email):
+            from .semantic_scholar import held_paper
+
+            if await held_paper(http, article_ids, credentials) is not None:
+                # Semantic Scholar's held answer stands in (its source lists its PDF):
+                # a spent day is not met where another service already said.
                 return ()
         record = await fetch_unpaywall_record(http, article_ids.doi, email=self.email)
         return unpaywall_files(record) if record is not None else ()

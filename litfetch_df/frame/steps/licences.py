@@ -5,7 +5,10 @@ Read from the body bytes where the row holds a body (``body`` or
 out, typically the access status — asked of Unpaywall by DOI (basis
 ``'unpaywall'``; needs a contact), and as a last resort for the licence,
 Crossref's deposited ``license[]`` (basis ``'crossref'``). Rows of one
-bundle that hold different bodies are judged apart.
+bundle that hold different bodies are judged apart. With Unpaywall's day spent
+(the session's quota ledger says so, no request sent), the held Crossref,
+Semantic Scholar, OpenAlex and Europe PMC answers stand in, each under its own
+basis; only a row none of them gives an access status is deferred.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ async def licence_work(
         return await service_terms(http, item.ids, meta, credentials=credentials)
     from ...operations.access import fill_missing_terms
 
-    asserted = await asserted_terms(http, item.ids.doi, credentials)
+    asserted = await asserted_terms(http, item.ids.doi, credentials, have=meta, ids=item.ids)
     merged = fill_missing_terms(meta, asserted)
     status = service_oa_status(asserted)
     if status is not None:
@@ -123,7 +126,12 @@ async def licence_work(
 
 
 async def asserted_terms(
-    http: Http, doi: str, credentials: Mapping[str, object] | None = None
+    http: Http,
+    doi: str,
+    credentials: Mapping[str, object] | None = None,
+    *,
+    have: SourceMetadata | None = None,
+    ids: ArticleIds | None = None,
 ) -> SourceMetadata:
     """The access terms a service asserts for ``doi``: OpenAlex where it knows the work.
 
@@ -133,6 +141,15 @@ async def asserted_terms(
     request per DOI, only where OpenAlex does not know the DOI; where no bulk
     answer is held (the lookup was given up, say its budget was spent) the free
     singleton ``/works/doi:…`` is tried first, then Unpaywall.
+
+    When the quota ledger says Unpaywall's day is spent, it is not asked where
+    the answers the run already holds state an access status (``have``, the
+    body's terms, then Crossref's licence and the Semantic Scholar, OpenAlex
+    and Europe PMC answers for ``ids``, the row's bundle: :func:`_held_terms`);
+    those terms are returned,
+    each with its own basis. Only where none of them knows is Unpaywall asked,
+    and the session refuses that request unsent, so the row says
+    ``deferred: api.unpaywall.org daily quota, resets in …``.
     """
     from ...operations.access import resolve_access
     from ...sources._common import usable_credential
@@ -147,7 +164,35 @@ async def asserted_terms(
         terms = openalex_access(work)
         if not terms.is_empty():
             return terms
+    from ...sources.unpaywall import unpaywall_spent
+
+    if unpaywall_spent(http, doi):
+        # The detour: the answers held this run, read without a request.
+        bundle = ids if ids is not None else ArticleIds(doi=doi)
+        held_terms = await _held_terms(http, bundle, doi, have or SourceMetadata(), credentials)
+        if held_terms.access is not None:
+            return held_terms
     return await resolve_access(http, ArticleIds(doi=doi))
+
+
+async def _held_terms(
+    http: Http,
+    ids: ArticleIds,
+    doi: str,
+    have: SourceMetadata,
+    credentials: Mapping[str, object] | None,
+) -> SourceMetadata:
+    """What the run holds of ``doi``'s terms besides Unpaywall: ``have``, Crossref, the services.
+
+    The same sources, in the same order, that :func:`licence_work` reads after
+    Unpaywall; a field ``have`` holds stays, with its basis.
+    """
+    from ...operations.service_terms import service_terms
+
+    merged = have
+    if merged.licence is None:
+        merged = await _crossref_licence(http, doi, merged)
+    return await service_terms(http, ids, merged, credentials=credentials)
 
 
 async def _crossref_licence(http: Http, doi: str, meta: SourceMetadata) -> SourceMetadata:
