@@ -23,8 +23,10 @@ from .render import (
     Renderer,
     all_text,
     clean,
+    _NAMES,
     each,
     first,
+    has_entity_refs,
     local_name,
     strings,
 )
@@ -86,7 +88,7 @@ _first = first
 _CELL_TAGS = ("{*}td", "{*}th")
 
 
-def _cell(td: etree._Element) -> str:
+def _cell(td: etree._Element, entities: bool = True) -> str:
     """``clean(all_text(td))``, the ASCII leaf (most cells) cleaned in place."""
     if not len(td):
         text = td.text
@@ -94,7 +96,7 @@ def _cell(td: etree._Element) -> str:
             return ""
         if text.isascii():
             return " ".join(text.split())
-    return clean(all_text(td))
+    return clean(all_text(td, entities=entities))
 
 
 _FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
@@ -138,14 +140,15 @@ class _Reader:
         label = _children(el, "label")
         cap = _children(el, "caption")
         cells: list[tuple[str, ...]] = []
+        ents = self.r.entities
         if name == "table-wrap":
             # lxml picks the cells out in C (comments and PIs are not cells either way).
             for tr in each(el, "tr"):
-                cells.append(tuple([_cell(td) for td in tr.iterchildren(*_CELL_TAGS)]))
+                cells.append(tuple([_cell(td, ents) for td in tr.iterchildren(*_CELL_TAGS)]))
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
-                clean(all_text(label[0])) if label else "",
+                clean(all_text(label[0], entities=ents)) if label else "",
                 self._caption_text(el, cap[0] if cap else None),
                 tuple(cells),
             )
@@ -251,7 +254,7 @@ class _Reader:
         if not title and name == "ack":
             title = "Acknowledgements"
         label_el = _children(el, "label")
-        label = clean(all_text(label_el[0])) if label_el else ""
+        label = clean(all_text(label_el[0], entities=self.r.entities)) if label_el else ""
         kind = section_type(
             el.get("sec-type", "")
             or el.get("notes-type", "")
@@ -269,14 +272,16 @@ class _Reader:
 _NAME_TAGS = ("{*}surname", "{*}given-names")
 
 
-def _person(el: etree._Element) -> str:
+def _person(el: etree._Element, entities: bool = True) -> str:
     # Surname and given names are nearly always children: look there before searching.
-    # (The last of each wins, as a later duplicate always has.)
+    # (The last of each wins, as a later duplicate always has.) The children are read by
+    # a plain loop: an lxml tag filter costs more to set up than a name's two children.
     sur = given = None
-    for c in el.iterchildren(*_NAME_TAGS):
-        if local_name(c) == "surname":
+    for c in el:
+        name = _NAMES.get(c.tag) or local_name(c)
+        if name == "surname":
             sur = c
-        else:
+        elif name == "given-names":
             given = c
     if sur is None and given is None:
         sur, given = _first(el, "surname"), _first(el, "given-names")
@@ -287,9 +292,9 @@ def _person(el: etree._Element) -> str:
             joined = " ".join(joined.split())
             if joined:
                 return joined
-        return clean(joined) or clean(all_text(el))
-    parts = [all_text(x) for x in (sur, given) if x is not None]
-    return clean(" ".join(parts)) or clean(all_text(el))
+        return clean(joined) or clean(all_text(el, entities=entities))
+    parts = [all_text(x, entities=entities) for x in (sur, given) if x is not None]
+    return clean(" ".join(parts)) or clean(all_text(el, entities=entities))
 
 
 _XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -321,7 +326,7 @@ _REF_FIELD = {
 _CITATION_TAGS = tuple(f"{{*}}{n}" for n in _CITATIONS)
 
 
-def _reference(ref: etree._Element) -> Reference:
+def _reference(ref: etree._Element, entities: bool = True) -> Reference:
     cits = list(ref.iter(*_CITATION_TAGS))
     # citation-alternatives: prefer the structured rendering for fields, keep the first raw.
     cit = next((c for c in cits if local_name(c) == "element-citation"), cits[0] if cits else ref)
@@ -329,7 +334,7 @@ def _reference(ref: etree._Element) -> Reference:
     fields: dict[str, str] = {}
     authors: list[str] = []
     for c in cit.iter(*_REF_TAGS):
-        name = local_name(c)
+        name = _NAMES.get(c.tag) or local_name(c)
         if name == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
         elif name == "ext-link":
@@ -339,14 +344,14 @@ def _reference(ref: etree._Element) -> Reference:
         elif name in _REF_FIELD:
             key = _REF_FIELD[name]
             if key not in fields:  # the first in document order, as before
-                fields[key] = clean(all_text(c))
+                fields[key] = clean(all_text(c, entities=entities))
         else:
-            authors.append(_person(c))
+            authors.append(_person(c, entities))
     label = next(ref.iterchildren("{*}label"), None)
     raw_src = cits[0] if cits else ref
     return Reference(
         ref_id=ref.get("id", ""),
-        label=clean(all_text(label)) if label is not None else "",
+        label=clean(all_text(label, entities=entities)) if label is not None else "",
         doi=ids.get("doi", ""),
         pmid=ids.get("pmid", ""),
         pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
@@ -354,7 +359,7 @@ def _reference(ref: etree._Element) -> Reference:
         source=fields.get("source", ""),
         year=fields.get("year", ""),
         authors=tuple(authors),
-        raw=clean(" ".join(strings(raw_src))),
+        raw=clean(" ".join(strings(raw_src, entities=entities))),
     )
 
 
@@ -380,7 +385,8 @@ def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
         name = local_name(el)
         if name == "custom-meta":
             meta = _children(el, "meta-name")
-            kind = _META_STATEMENTS.get(clean(all_text(meta[0])).lower() if meta else "", "")
+            key = clean(all_text(meta[0], entities=r.entities)).lower() if meta else ""
+            kind = _META_STATEMENTS.get(key, "")
             value = _children(el, "meta-value")
             if kind and value:
                 out.append(Statement(kind, r.text(value[0], skip=_LABEL)))
@@ -398,6 +404,7 @@ def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
 def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
     """Read a parsed JATS, NLM 2.x/3 or BITS tree into a :class:`Document`."""
     reader = _Reader(math)
+    reader.r.entities = has_entity_refs(root)
     is_book = local_name(root) in ("book", "book-part", "book-part-wrapper", "chapter")
     meta = _first(root, "article-meta", "book-part-meta", "book-meta")
     title_el = _first(meta, "article-title", "title") if meta is not None else None
@@ -425,7 +432,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
                     )
                 )
             elif local_name(ab) in ("kwd", "compound-kwd"):
-                keywords.append(clean(all_text(ab)))
+                keywords.append(clean(all_text(ab, entities=reader.r.entities)))
     sections: list[Section] = []
     for part in root:
         name = local_name(part)
@@ -450,7 +457,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
         # A sub-article is lost whole (counted above): its floats are not the article's.
         if name and name not in LOST and name not in _FRONT:
             reader.floats(part)
-    refs = [_reference(r) for r in each(root, "ref")]
+    refs = [_reference(r, reader.r.entities) for r in each(root, "ref")]
     formulas = tuple(Formula(t, n, d) for t, n, d in reader.r.formulas)
     return Document(
         text_format="bits" if is_book else "jats",
@@ -465,7 +472,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
         footnotes=tuple(reader.footnotes),
         references=tuple(refs),
         citations=tuple(reader.citations),
-        statements=_statements(root, Renderer(math=math)),
+        statements=_statements(root, Renderer(math=math, entities=reader.r.entities)),
         text_loss=as_losses(reader.r),
     )
 

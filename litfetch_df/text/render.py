@@ -12,7 +12,16 @@ from typing import cast
 
 from lxml import etree
 
-__all__ = ["Renderer", "all_text", "clean", "each", "first", "local_name", "strings"]
+__all__ = [
+    "Renderer",
+    "all_text",
+    "clean",
+    "each",
+    "first",
+    "has_entity_refs",
+    "local_name",
+    "strings",
+]
 
 # The citation markers the walk puts in the raw text: ``\x00rid\x00`` opens, ``\x01`` closes.
 _MARKS = re.compile(r"(\x00[^\x00]*\x00|\x01)")
@@ -98,15 +107,38 @@ def first(el: etree._Element | None, *names: str) -> etree._Element | None:
     return None if el is None else next(el.iter(*_tags(names)), None)
 
 
-def strings(el: etree._Element) -> list[str]:
-    """Every text node under ``el`` (the stubs say str | bytes; parsed XML gives str)."""
+# Every text node below an element, gathered by libxml2's XPath in C (plain ``str``, not
+# lxml's "smart" strings): several times faster than ``itertext()``, whose iterator runs
+# through lxml's event walker. The two differ only on entity references (an undeclared
+# ``&nbsp;`` under an external DTD that was not loaded): itertext() yields the reference
+# as ``"&nbsp;"``, XPath and libxml2's text serialiser skip it. A document with any such
+# node (:func:`has_entity_refs`, checked once per body) takes itertext() throughout.
+_TEXT_NODES = etree.XPath("descendant::text()", smart_strings=False)
+# An element's text nodes joined, by libxml2 in C (the element's tail left out).
+_TEXT_OF = functools.partial(etree.tostring, method="text", encoding=str, with_tail=False)
+
+
+def has_entity_refs(root: etree._Element) -> bool:
+    """Whether the tree holds an entity-reference node (lxml finds them in C, in one pass)."""
+    return next(root.iter(etree.Entity), None) is not None
+
+
+def strings(el: etree._Element, *, entities: bool = True) -> list[str]:
+    """Every text node under ``el`` (the stubs say str | bytes; parsed XML gives str).
+
+    ``entities=False`` (the tree holds no entity reference) gathers them in C.
+    """
+    if not entities:
+        return cast(list[str], _TEXT_NODES(el))
     return cast(list[str], list(el.itertext()))
 
 
-def all_text(el: etree._Element) -> str:
-    """Every text node under ``el``, joined as is."""
+def all_text(el: etree._Element, *, entities: bool = True) -> str:
+    """Every text node under ``el``, joined as is (``entities=False``: joined in C)."""
     if not len(el) and isinstance(el.tag, str):
         return el.text or ""  # a leaf (most cells, names, years): no iterator needed
+    if not entities:
+        return cast(str, _TEXT_OF(el))
     return "".join(cast("Iterator[str]", el.itertext()))
 
 
@@ -141,6 +173,9 @@ class Renderer:
     """Renders elements; ``math`` is ``"tex"`` (TeX, else MathML text) or ``"placeholder"``."""
 
     math: str = "tex"
+    # Whether the tree holds entity references (:func:`has_entity_refs`); ``True``, the
+    # general path, unless the reader checked.
+    entities: bool = True
     loss: Counter[str] = field(default_factory=Counter)
     loss_chars: Counter[str] = field(default_factory=Counter)
     formulas: list[tuple[str, str, bool]] = field(default_factory=list)
@@ -150,7 +185,7 @@ class Renderer:
         """Count ``el``'s text (not its tail) as not rendered."""
         name = local_name(el)
         self.loss[name] += 1
-        self.loss_chars[name] += len(clean(all_text(el)))
+        self.loss_chars[name] += len(clean(all_text(el, entities=self.entities)))
 
     def text(self, el: etree._Element, *, skip: frozenset[str] = OWN_FIELD) -> str:
         """The cleaned text of ``el`` without its tail; in-text citations recorded by offset."""
@@ -286,9 +321,12 @@ class Renderer:
         elif tex and tex[0].text:
             text, notation = clean(tex[0].text), "tex"
         elif mml:
-            text, notation = clean(all_text(mml[0])), "mathml"
+            text, notation = clean(all_text(mml[0], entities=self.entities)), "mathml"
         else:
-            rest = clean("".join(t for c in el if local_name(c) != "label" for t in strings(c)))
+            ents = self.entities
+            rest = clean(
+                "".join(t for c in el if local_name(c) != "label" for t in strings(c, entities=ents))
+            )
             if rest:
                 text, notation = rest, "mathml"
             else:
