@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -23,8 +23,6 @@ __all__ = [
     "strings",
 ]
 
-# The citation markers the walk puts in the raw text: ``\x00rid\x00`` opens, ``\x01`` closes.
-_MARKS = re.compile(r"(\x00[^\x00]*\x00|\x01)")
 
 # Elements whose text belongs to a field of its own, never to the prose around them.
 OWN_FIELD = frozenset(
@@ -144,10 +142,25 @@ def all_text(el: etree._Element, *, entities: bool = True) -> str:
 
 def clean(text: str) -> str:
     """NFC and collapsed whitespace, no ASCII folding."""
-    # str.split() splits on exactly the characters \s matches, and is several times faster.
     if not text.isascii():  # ASCII is NFC already; the check is far cheaper than normalize
         text = unicodedata.normalize("NFC", text)
-    return " ".join(text.split())
+    return _collapse(text)
+
+
+def _collapse(text: str) -> str:
+    """``" ".join(text.split())``: every run of whitespace one space, none at either end.
+
+    ``str.split()`` splits on exactly the characters ``\\s`` matches (tabs, newlines,
+    NBSP, the Unicode spaces, U+0085, U+2028/9, U+001C-1F), and is several times faster
+    than a regex. Every one of them but the ASCII space is unprintable (categories Cc,
+    Zs, Zl, Zp), so a printable string's only whitespace is the space: it is collapsed
+    in place, without splitting it into words (most text is such a string).
+    """
+    if not text.isprintable():
+        return " ".join(text.split())
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
 
 
 _NAMES: dict[object, str] = {}
@@ -180,6 +193,8 @@ class Renderer:
     loss_chars: Counter[str] = field(default_factory=Counter)
     formulas: list[tuple[str, str, bool]] = field(default_factory=list)
     citations: list[tuple[str, int, int]] = field(default_factory=list)
+    # The walk's citations: rid and the indexes into its parts where each opens and closes.
+    _cites: list[tuple[str, int, int]] = field(default_factory=list, repr=False)
 
     def lose(self, el: etree._Element) -> None:
         """Count ``el``'s text (not its tail) as not rendered."""
@@ -190,6 +205,7 @@ class Renderer:
     def text(self, el: etree._Element, *, skip: frozenset[str] = OWN_FIELD) -> str:
         """The cleaned text of ``el`` without its tail; in-text citations recorded by offset."""
         self.citations = []
+        self._cites = []
         parts: list[str] = []
         if local_name(el) in ("inline-formula", "disp-formula", "formula"):
             # A formula standing as a block of its own still goes through the math rules
@@ -198,31 +214,31 @@ class Renderer:
         else:
             self._walk(el, parts, skip, top=True)
         raw = "".join(parts)
-        if "\x00" not in raw:  # no citation markers (XML text can hold neither control)
-            return self._clean_with_citations(raw)
-        # Record citations against the cleaned string by the markers placed in the walk.
-        out: list[str] = []
-        pending: list[tuple[str, int]] = []
-        pos = 0
-        for chunk in _MARKS.split(raw):
-            if chunk.startswith("\x00"):
-                pending.append((chunk[1:-1], pos))
-            elif chunk == "\x01":
-                rid, start = pending.pop()
-                self.citations.append((rid, start, pos))
-            else:
-                out.append(chunk)
-                pos += len(chunk)
-        return self._clean_with_citations("".join(out))
+        if self._cites:
+            # The walk noted where each citation opens and closes as indexes into the
+            # parts; their offsets into the raw text are the parts' running lengths.
+            ends = list(accumulate(map(len, parts), initial=0))
+            self.citations = [(rid, ends[i], ends[j]) for rid, i, j in self._cites]
+        return self._clean_with_citations(raw)
 
     def _clean_with_citations(self, raw: str) -> str:
         # NFC first (composed characters shift offsets only where they compose, rarely).
         if not raw.isascii():
             raw = unicodedata.normalize("NFC", raw)
-        stripped = " ".join(raw.split())
+        stripped = _collapse(raw)
         if not self.citations:
             return stripped
         end = len(stripped)
+        if "  " not in raw and raw.isprintable():
+            # Single spaces are the only whitespace: cleaning drops a leading one and a
+            # trailing one, so an offset lands one earlier when the text starts with a
+            # space (never below 0, never past the end).
+            lead = raw[:1] == " "
+            self.citations = [
+                (rid, min(max(s - lead, 0), end), min(max(e - lead, 0), end))
+                for rid, s, e in self.citations
+            ]
+            return stripped
         # Where each raw offset lands once cleaned: the length of the cleaned prefix
         # (leading space dropped, each run one space). The text is cleaned piece by piece
         # between the offsets in order, once over, in C; a run across a cut is one run.
@@ -277,8 +293,7 @@ class Renderer:
             parts.append(" ")
         cite = name in ("xref", "cross-ref") and el.get("ref-type", "bibr") == "bibr"
         rid = (el.get("rid") or el.get("refid") or "") if cite else ""
-        if rid:
-            parts.append(f"\x00{rid}\x00")
+        opened = len(parts)
         text = el.text
         if text:
             parts.append(text)
@@ -301,7 +316,7 @@ class Renderer:
             else:
                 self._walk(child, parts, skip, top=False)
         if rid:
-            parts.append("\x01")
+            self._cites.append((rid, opened, len(parts)))
         if block:
             parts.append(" ")
         if not top:
