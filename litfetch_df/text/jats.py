@@ -78,6 +78,8 @@ _NOT_CAPTION = frozenset({"label", "caption", "object-id", "graphic", "alt-text"
 
 # A footnote's label ("a", "*") is its own token, never glued to the first word.
 _LABEL = frozenset({"label"})
+_NONE: frozenset[str] = frozenset()
+_FLOATS_OWN = _FLOATS | OWN_FIELD
 
 
 def _children(el: etree._Element, *names: str) -> list[etree._Element]:
@@ -137,8 +139,21 @@ class _Reader:
     def caption(self, el: etree._Element) -> None:
         """One :class:`Caption` for a float: its own label and caption, a table's cells."""
         name = local_name(el)
-        label = _children(el, "label")
-        cap = _children(el, "caption")
+        # The first label, the first caption and (a figure's, a supplementary file's) the
+        # text beside them, read in one loop over the children.
+        label = cap = None
+        beside: list[etree._Element] = []
+        keep_beside = name in _FLOATS and name not in ("table-wrap", "table-wrap-group")
+        for c in el:
+            cname = _NAMES.get(c.tag) or local_name(c)
+            if cname == "label":
+                if label is None:
+                    label = c
+            elif cname == "caption":
+                if cap is None:
+                    cap = c
+            elif keep_beside and cname not in _NOT_CAPTION and cname not in _FLOATS:
+                beside.append(c)
         cells: list[tuple[str, ...]] = []
         ents = self.r.entities
         if name == "table-wrap":
@@ -148,8 +163,8 @@ class _Reader:
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
-                clean(all_text(label[0], entities=ents)) if label else "",
-                self._caption_text(el, cap[0] if cap else None),
+                clean(all_text(label, entities=ents)) if label is not None else "",
+                self._caption_text(cap, beside),
                 tuple(cells),
             )
         )
@@ -161,17 +176,12 @@ class _Reader:
             if local_name(fn) == "fn" or _first(fn, "fn") is None:
                 self.footnotes.append(self.r.text(fn, skip=_LABEL))
 
-    def _caption_text(self, el: etree._Element, cap: etree._Element | None) -> str:
+    def _caption_text(self, cap: etree._Element | None, beside: list[etree._Element]) -> str:
         # A float nested in the caption (eLife's source data) is a caption of its own.
         parts = [self.r.text(cap, skip=_FLOATS)] if cap is not None else []
-        if local_name(el) in _FLOATS and local_name(el) not in ("table-wrap", "table-wrap-group"):
-            # Text a figure or a supplementary file holds beside its caption (<p>, <attrib>)
-            # is kept with the caption; nested floats and own-field parts are not prose.
-            parts.extend(
-                self.r.text(c, skip=_FLOATS | OWN_FIELD)
-                for c in el
-                if local_name(c) not in _NOT_CAPTION and local_name(c) not in _FLOATS
-            )
+        # Text a figure or a supplementary file holds beside its caption (<p>, <attrib>)
+        # is kept with the caption; nested floats and own-field parts are not prose.
+        parts.extend(self.r.text(c, skip=_FLOATS_OWN) for c in beside)
         return clean(" ".join(p for p in parts if p))
 
     def floats(self, el: etree._Element) -> None:
@@ -190,7 +200,7 @@ class _Reader:
                 if (
                     owner is None
                     or local_name(owner) in ("fig", "table-wrap")
-                    or _children(owner, "caption")[0] is not found
+                    or next(owner.iterchildren("{*}caption")) is not found
                 ):
                     continue
             else:
@@ -211,7 +221,7 @@ class _Reader:
                 continue  # captioned by floats(), wherever they sit
             elif name in ("fn-group", "fn"):
                 for fn in [child] if name == "fn" else _children(child, "fn"):
-                    self.footnotes.append(self.r.text(fn, skip=frozenset({"label"})))
+                    self.footnotes.append(self.r.text(fn, skip=_LABEL))
             elif name in (
                 "title",
                 "label",
@@ -244,17 +254,25 @@ class _Reader:
         self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
     ) -> Section:
         name = local_name(el)
-        title_el = _children(el, "title")
-        if not title_el:
-            meta = _children(el, "book-part-meta", "sec-meta")
-            if meta:
-                found = _first(meta[0], "title")
-                title_el = [found] if found is not None else []
-        title = self.r.text(title_el[0], skip=frozenset()) if title_el else ""
+        # The first title, label and metadata child, read in one loop.
+        title_el = label_el = meta = None
+        for c in el:
+            cname = _NAMES.get(c.tag) or local_name(c)
+            if cname == "title":
+                if title_el is None:
+                    title_el = c
+            elif cname == "label":
+                if label_el is None:
+                    label_el = c
+            elif cname in ("book-part-meta", "sec-meta"):
+                if meta is None:
+                    meta = c
+        if title_el is None and meta is not None:
+            title_el = _first(meta, "title")
+        title = self.r.text(title_el, skip=_NONE) if title_el is not None else ""
         if not title and name == "ack":
             title = "Acknowledgements"
-        label_el = _children(el, "label")
-        label = clean(all_text(label_el[0], entities=self.r.entities)) if label_el else ""
+        label = clean(all_text(label_el, entities=self.r.entities)) if label_el is not None else ""
         kind = section_type(
             el.get("sec-type", "")
             or el.get("notes-type", "")
