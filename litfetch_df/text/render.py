@@ -301,15 +301,35 @@ class Renderer:
             # A plain inline leaf (<italic>, <sub>: most of them) is its text and its tail;
             # anything else, or a tag not yet memoised, takes the full walk.
             child_name = _NAMES.get(child.tag)
-            if (
-                child_name
-                and child_name not in _SPECIAL
-                and child_name not in skip
-                and not len(child)
-            ):
+            if not child_name or child_name in skip or len(child):
+                self._walk(child, parts, skip, top=False)
+            elif child_name not in _SPECIAL:
                 text = child.text
                 if text:
                     parts.append(text)
+                text = child.tail
+                if text:
+                    parts.append(text)
+            elif child_name == "xref":
+                # A leaf <xref> (most citations) read in place, as the full walk reads it:
+                # a footnote marker set apart by spaces, a citation noted by its parts.
+                ref_type = child.get("ref-type")
+                marker = ref_type in _MARKERS
+                if marker:
+                    parts.append(" ")
+                child_rid = (
+                    (child.get("rid") or child.get("refid") or "")
+                    if ref_type in (None, "bibr")
+                    else ""
+                )
+                child_opened = len(parts)
+                text = child.text
+                if text:
+                    parts.append(text)
+                if child_rid:
+                    self._cites.append((child_rid, child_opened, len(parts)))
+                if marker:
+                    parts.append(" ")
                 text = child.tail
                 if text:
                     parts.append(text)
