@@ -165,23 +165,30 @@ class _Reader:
         return tuple(subs)
 
 
+def _author(a: etree._Element, ents: bool) -> str:
+    """Surname and given name: the first of each below ``a``, in document order."""
+    surname = given = None
+    for c in a:
+        if len(c):
+            # Not all leaves: a name may sit deeper, ahead of a later child's.
+            surname, given = _first(a, "surname"), _first(a, "given-name")
+            break
+        name = local_name(c)
+        if name == "surname":
+            if surname is None:
+                surname = c
+        elif name == "given-name" and given is None:
+            given = c
+    return " ".join(p for p in (_text(surname, ents), _text(given, ents)) if p)
+
+
 def _reference(bib: etree._Element, ents: bool = True) -> Reference:
     label = _text(next((c for c in bib if local_name(c) == "label"), None), ents)
     sb = _first(bib, "reference")
     authors: tuple[str, ...] = ()
     title = source = year = doi = ""
     if sb is not None:
-        authors = tuple(
-            " ".join(
-                p
-                for p in (
-                    _text(_first(a, "surname"), ents),
-                    _text(_first(a, "given-name"), ents),
-                )
-                if p
-            )
-            for a in each(sb, "author", "collaboration")
-        )
+        authors = tuple(_author(a, ents) for a in each(sb, "author", "collaboration"))
         contribution = _first(sb, "contribution")
         title = _text(_first(contribution, "maintitle"), ents) if contribution is not None else ""
         host = _first(sb, "host")
