@@ -87,20 +87,6 @@ def _children(el: etree._Element, *names: str) -> list[etree._Element]:
 
 
 _first = first
-_CELL_TAGS = ("{*}td", "{*}th")
-
-
-def _cell(td: etree._Element, entities: bool = True) -> str:
-    """``clean(all_text(td))``, the ASCII leaf (most cells) cleaned in place."""
-    if not len(td):
-        text = td.text
-        if not text:
-            return ""
-        if text.isascii():
-            return " ".join(text.split())
-    return clean(all_text(td, entities=entities))
-
-
 _FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
 
 
@@ -157,9 +143,24 @@ class _Reader:
         cells: list[tuple[str, ...]] = []
         ents = self.r.entities
         if name == "table-wrap":
-            # lxml picks the cells out in C (comments and PIs are not cells either way).
+            # lxml picks the rows out in C; a row's cells by a plain loop over its children
+            # (cheaper than setting up a tag filter per row), each leaf read in place.
             for tr in each(el, "tr"):
-                cells.append(tuple([_cell(td, ents) for td in tr.iterchildren(*_CELL_TAGS)]))
+                row: list[str] = []
+                for td in tr:
+                    cname = _NAMES.get(td.tag) or local_name(td)
+                    if cname != "td" and cname != "th":
+                        continue
+                    if not len(td):
+                        text = td.text
+                        if not text:
+                            row.append("")
+                            continue
+                        if text.isascii():
+                            row.append(" ".join(text.split()))
+                            continue
+                    row.append(clean(all_text(td, entities=ents)))
+                cells.append(tuple(row))
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
