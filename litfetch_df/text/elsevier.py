@@ -106,8 +106,7 @@ class _Reader:
         # lxml picks the rows and their entries out by tag, in C.
         ents = self.r.entities
         cells = tuple(
-            tuple([_text(e, ents) for e in row.iterchildren("{*}entry")])
-            for row in each(el, "row")
+            tuple([_text(e, ents) for e in row.iterchildren("{*}entry")]) for row in each(el, "row")
         )
         kind = {"table": "table", "e-component": "supplementary"}.get(local_name(el), "figure")
         self.captions.append(
@@ -211,9 +210,7 @@ def _reference(bib: etree._Element, ents: bool = True) -> Reference:
         year,
         authors,
         clean(
-            " ".join(
-                t for c in bib if local_name(c) != "label" for t in strings(c, entities=ents)
-            )
+            " ".join(t for c in bib if local_name(c) != "label" for t in strings(c, entities=ents))
         ),
     )
 

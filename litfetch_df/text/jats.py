@@ -17,13 +17,13 @@ from .model import (
     Statement,
 )
 from .render import (
+    _NAMES,
     BLOCK,
     LOST,
     OWN_FIELD,
     Renderer,
     all_text,
     clean,
-    _NAMES,
     each,
     first,
     has_entity_refs,
@@ -265,9 +265,8 @@ class _Reader:
             elif cname == "label":
                 if label_el is None:
                     label_el = c
-            elif cname in ("book-part-meta", "sec-meta"):
-                if meta is None:
-                    meta = c
+            elif cname in ("book-part-meta", "sec-meta") and meta is None:
+                meta = c
         if title_el is None and meta is not None:
             title_el = _first(meta, "title")
         title = self.r.text(title_el, skip=_NONE) if title_el is not None else ""

@@ -6,8 +6,8 @@ import functools
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import cast
 
 from lxml import etree
@@ -136,7 +136,7 @@ def all_text(el: etree._Element, *, entities: bool = True) -> str:
     if not len(el) and isinstance(el.tag, str):
         return el.text or ""  # a leaf (most cells, names, years): no iterator needed
     if not entities:
-        return cast(str, _TEXT_OF(el))
+        return _TEXT_OF(el)
     return "".join(cast("Iterator[str]", el.itertext()))
 
 
@@ -161,6 +161,54 @@ def _collapse(text: str) -> str:
     while "  " in text:
         text = text.replace("  ", " ")
     return text.strip(" ")
+
+
+Cited = tuple[str, int, int]
+
+
+def land(raw: str, citations: list[Cited], end: int) -> list[Cited]:
+    """Citations' raw offsets moved to where they land once ``raw`` is cleaned.
+
+    Where single spaces are the only whitespace, cleaning drops a leading space and a
+    trailing one and nothing else, so an offset lands one earlier when the text starts
+    with a space (never below 0, never past ``end``, the cleaned length); elsewhere
+    :func:`land_by_pieces` works it out.
+    """
+    if "  " not in raw and raw.isprintable():
+        lead = raw[:1] == " "
+        return [
+            (rid, min(max(s - lead, 0), end), min(max(e - lead, 0), end)) for rid, s, e in citations
+        ]
+    return land_by_pieces(raw, citations, end)
+
+
+def land_by_pieces(raw: str, citations: list[Cited], end: int) -> list[Cited]:
+    """:func:`land` for any text: the length of the cleaned prefix at each offset.
+
+    (Leading space dropped, each run one space.) The text is cleaned piece by piece
+    between the offsets in order, once over, in C; a run across a cut is one run.
+    """
+    wanted = sorted({min(o, len(raw)) for _, s, e in citations for o in (s, e)})
+    landed: dict[int, int] = {}
+    pos = length = 0
+    after_space = True
+    for offset in wanted:
+        # The piece's cleaned length without building it: its words joined by single
+        # spaces, plus one space for a leading run (unless one was just counted) and
+        # one for a trailing run; a piece of only whitespace is one space.
+        seg = raw[pos:offset]
+        if seg:
+            words = " ".join(seg.split())
+            if words:
+                trail = seg[-1].isspace()
+                length += len(words) + trail + (not after_space and seg[0].isspace())
+                after_space = trail
+            elif not after_space:
+                length += 1
+                after_space = True
+        landed[offset] = min(length, end)
+        pos = offset
+    return [(rid, landed[min(s, len(raw))], landed[min(e, len(raw))]) for rid, s, e in citations]
 
 
 _NAMES: dict[object, str] = {}
@@ -226,46 +274,8 @@ class Renderer:
         if not raw.isascii():
             raw = unicodedata.normalize("NFC", raw)
         stripped = _collapse(raw)
-        if not self.citations:
-            return stripped
-        end = len(stripped)
-        if "  " not in raw and raw.isprintable():
-            # Single spaces are the only whitespace: cleaning drops a leading one and a
-            # trailing one, so an offset lands one earlier when the text starts with a
-            # space (never below 0, never past the end).
-            lead = raw[:1] == " "
-            self.citations = [
-                (rid, min(max(s - lead, 0), end), min(max(e - lead, 0), end))
-                for rid, s, e in self.citations
-            ]
-            return stripped
-        # Where each raw offset lands once cleaned: the length of the cleaned prefix
-        # (leading space dropped, each run one space). The text is cleaned piece by piece
-        # between the offsets in order, once over, in C; a run across a cut is one run.
-        wanted = sorted({min(o, len(raw)) for _, s, e in self.citations for o in (s, e)})
-        landed: dict[int, int] = {}
-        pos = length = 0
-        after_space = True
-        for offset in wanted:
-            # The piece's cleaned length without building it: its words joined by single
-            # spaces, plus one space for a leading run (unless one was just counted) and
-            # one for a trailing run; a piece of only whitespace is one space.
-            seg = raw[pos:offset]
-            if seg:
-                words = " ".join(seg.split())
-                if words:
-                    trail = seg[-1].isspace()
-                    length += len(words) + trail + (not after_space and seg[0].isspace())
-                    after_space = trail
-                elif not after_space:
-                    length += 1
-                    after_space = True
-            landed[offset] = min(length, end)
-            pos = offset
-        self.citations = [
-            (rid, landed[min(s, len(raw))], landed[min(e, len(raw))])
-            for rid, s, e in self.citations
-        ]
+        if self.citations:
+            self.citations = land(raw, self.citations, len(stripped))
         return stripped
 
     def _walk(self, el: etree._Element, parts: list[str], skip: frozenset[str], top: bool) -> None:
@@ -360,7 +370,9 @@ class Renderer:
         else:
             ents = self.entities
             rest = clean(
-                "".join(t for c in el if local_name(c) != "label" for t in strings(c, entities=ents))
+                "".join(
+                    t for c in el if local_name(c) != "label" for t in strings(c, entities=ents)
+                )
             )
             if rest:
                 text, notation = rest, "mathml"
