@@ -90,13 +90,18 @@ _first = first
 _FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
 
 
+_PRUNED = LOST | {"ref-list"}
+
+
 def _pruned(el: etree._Element, top: etree._Element) -> bool:
     """Whether ``el`` sits (below ``top``) in a sub-article or the reference list."""
-    for up in el.iterancestors():
+    up = el.getparent()
+    while up is not None:
         if up is top:
             return False
-        if local_name(up) in LOST or local_name(up) == "ref-list":
+        if (_NAMES.get(up.tag) or local_name(up)) in _PRUNED:
             return True
+        up = up.getparent()
     return False
 
 
@@ -341,6 +346,7 @@ _REF_FIELD = {
     "source": "source",
     "year": "year",
 }
+_PERSON = frozenset({"name", "string-name", "collab"})
 _CITATION_TAGS = tuple(f"{{*}}{n}" for n in _CITATIONS)
 
 
@@ -353,7 +359,9 @@ def _reference(ref: etree._Element, entities: bool = True) -> Reference:
     authors: list[str] = []
     for c in cit.iter(*_REF_TAGS):
         name = _NAMES.get(c.tag) or local_name(c)
-        if name == "pub-id":
+        if name in _PERSON:  # the most of them
+            authors.append(_person(c, entities))
+        elif name == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
         elif name == "ext-link":
             href = c.get(_XLINK_HREF) or ""
@@ -363,8 +371,6 @@ def _reference(ref: etree._Element, entities: bool = True) -> Reference:
             key = _REF_FIELD[name]
             if key not in fields:  # the first in document order, as before
                 fields[key] = clean(all_text(c, entities=entities))
-        else:
-            authors.append(_person(c, entities))
     label = next(ref.iterchildren("{*}label"), None)
     raw_src = cits[0] if cits else ref
     return Reference(
