@@ -153,9 +153,11 @@ class _Reader:
             for tr in each(el, "tr"):
                 row: list[str] = []
                 for td in tr:
-                    cname = _NAMES.get(td.tag) or local_name(td)
-                    if cname != "td" and cname != "th":
-                        continue
+                    tag = td.tag  # compared first as is: most cells are in no namespace
+                    if tag != "td" and tag != "th":
+                        cname = _NAMES.get(tag) or local_name(td)
+                        if cname != "td" and cname != "th":
+                            continue
                     if not len(td):
                         text = td.text
                         if not text:

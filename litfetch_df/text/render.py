@@ -166,15 +166,20 @@ def _collapse(text: str) -> str:
 Cited = tuple[str, int, int]
 
 
-def land(raw: str, citations: list[Cited], end: int) -> list[Cited]:
+def land(
+    raw: str, citations: list[Cited], end: int, *, single: bool | None = None
+) -> list[Cited]:
     """Citations' raw offsets moved to where they land once ``raw`` is cleaned.
 
     Where single spaces are the only whitespace, cleaning drops a leading space and a
     trailing one and nothing else, so an offset lands one earlier when the text starts
     with a space (never below 0, never past ``end``, the cleaned length); elsewhere
-    :func:`land_by_pieces` works it out.
+    :func:`land_by_pieces` works it out. ``single``: whether that is so, when the
+    caller knows.
     """
-    if "  " not in raw and raw.isprintable():
+    if single is None:
+        single = "  " not in raw and raw.isprintable()
+    if single:
         lead = raw[:1] == " "
         return [
             (rid, min(max(s - lead, 0), end), min(max(e - lead, 0), end)) for rid, s, e in citations
@@ -273,9 +278,16 @@ class Renderer:
         # NFC first (composed characters shift offsets only where they compose, rarely).
         if not raw.isascii():
             raw = unicodedata.normalize("NFC", raw)
-        stripped = _collapse(raw)
+        # _collapse in place, keeping what it learns for land(): whether single spaces
+        # are the only whitespace (the text is long; each check is a pass over it).
+        if raw.isprintable():
+            single = "  " not in raw
+            stripped = raw.strip(" ") if single else _collapse(raw)
+        else:
+            single = False
+            stripped = " ".join(raw.split())
         if self.citations:
-            self.citations = land(raw, self.citations, len(stripped))
+            self.citations = land(raw, self.citations, len(stripped), single=single)
         return stripped
 
     def _walk(self, el: etree._Element, parts: list[str], skip: frozenset[str], top: bool) -> None:
