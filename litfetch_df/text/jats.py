@@ -294,16 +294,15 @@ class _Reader:
         return Section(title, label, kind, len(path), path, children)
 
 
-_NAME_TAGS = ("{*}surname", "{*}given-names")
-
-
 def _person(el: etree._Element, entities: bool = True) -> str:
     # Surname and given names are nearly always children: look there before searching.
     # (The last of each wins, as a later duplicate always has.) The children are read by
     # a plain loop: an lxml tag filter costs more to set up than a name's two children.
     sur = given = None
     for c in el:
-        name = _NAMES.get(c.tag) or local_name(c)
+        # The tag compared as is first (no namespace, the usual), its local name else.
+        tag = c.tag
+        name = tag if tag == "surname" or tag == "given-names" else _NAMES.get(tag) or local_name(c)
         if name == "surname":
             sur = c
         elif name == "given-names":

@@ -166,9 +166,7 @@ def _collapse(text: str) -> str:
 Cited = tuple[str, int, int]
 
 
-def land(
-    raw: str, citations: list[Cited], end: int, *, single: bool | None = None
-) -> list[Cited]:
+def land(raw: str, citations: list[Cited], end: int, *, single: bool | None = None) -> list[Cited]:
     """Citations' raw offsets moved to where they land once ``raw`` is cleaned.
 
     Where single spaces are the only whitespace, cleaning drops a leading space and a
