@@ -308,6 +308,8 @@ def _person(el: etree._Element, entities: bool = True) -> str:
         elif name == "given-names":
             given = c
     if sur is None and given is None:
+        if not len(el):  # a leaf (most string-names and collabs): nothing to search
+            return clean(el.text or "")
         sur, given = _first(el, "surname"), _first(el, "given-names")
     elif sur is not None and given is not None and not len(sur) and not len(given):
         # The usual name, two leaves: their texts joined without walking either.
@@ -374,17 +376,17 @@ def _reference(ref: etree._Element, entities: bool = True) -> Reference:
                 fields[key] = clean(all_text(c, entities=entities))
     label = next(ref.iterchildren("{*}label"), None)
     raw_src = cits[0] if cits else ref
-    return Reference(
-        ref_id=ref.get("id", ""),
-        label=clean(all_text(label, entities=entities)) if label is not None else "",
-        doi=ids.get("doi", ""),
-        pmid=ids.get("pmid", ""),
-        pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
-        title=fields.get("title", ""),
-        source=fields.get("source", ""),
-        year=fields.get("year", ""),
-        authors=tuple(authors),
-        raw=clean(" ".join(strings(raw_src, entities=entities))),
+    return Reference(  # by position (ref_id, label, doi, pmid, pmcid, title, ...): cheaper
+        ref.get("id", ""),
+        clean(all_text(label, entities=entities)) if label is not None else "",
+        ids.get("doi", ""),
+        ids.get("pmid", ""),
+        ids.get("pmcid", "") or ids.get("pmc", ""),
+        fields.get("title", ""),
+        fields.get("source", ""),
+        fields.get("year", ""),
+        tuple(authors),
+        clean(" ".join(strings(raw_src, entities=entities))),
     )
 
 
