@@ -203,7 +203,7 @@ class _Reader:
         # lxml finds the candidates in C; each float is its figure or table, or the
         # parent of a caption (the first caption only, should a float have two).
         for found in each(el, "fig", "table-wrap", "caption"):
-            if local_name(found) == "caption":
+            if (_NAMES.get(found.tag) or local_name(found)) == "caption":
                 owner = found.getparent()
                 if (
                     owner is None
@@ -220,7 +220,7 @@ class _Reader:
         """Walk a section-like container; return its subsections."""
         subs: list[Section] = []
         for child in el:
-            name = local_name(child)
+            name = _NAMES.get(child.tag) or local_name(child)
             if name in ("sec", "book-part", "chapter", "ack", "app", "notes", "glossary", "bio"):
                 subs.append(self.section(child, path, kind))
             elif name in _PARA:
