@@ -15,7 +15,7 @@ import sys
 import pytest
 from lxml import etree
 
-from litfetch_df._xml import parse_xml
+from litfetch_df._xml import XmlError, parse_xml
 from litfetch_df.text import read_text, section_type
 from litfetch_df.text import sections as sections_module
 from litfetch_df.text.elsevier import _author
@@ -54,6 +54,12 @@ def test_text_gathered_in_c_is_itertexts_without_entity_references() -> None:
     for el in _elements(root):
         assert all_text(el, entities=False) == all_text(el)
         assert strings(el, entities=False) == strings(el)
+
+
+def test_only_a_body_with_a_doctype_can_hold_entity_references() -> None:
+    with pytest.raises(XmlError, match="not defined"):
+        parse_xml(b"<article><p>a&nbsp;b</p></article>")
+    assert not has_entity_refs(parse_xml(b"<!DOCTYPE article SYSTEM 'j.dtd'><article/>"))
 
 
 def test_a_body_with_entity_references_keeps_the_general_path() -> None:

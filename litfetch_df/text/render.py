@@ -117,7 +117,13 @@ _TEXT_OF = functools.partial(etree.tostring, method="text", encoding=str, with_t
 
 
 def has_entity_refs(root: etree._Element) -> bool:
-    """Whether the tree holds an entity-reference node (lxml finds them in C, in one pass)."""
+    """Whether the tree holds an entity-reference node (lxml finds them in C, in one pass).
+
+    Without a DOCTYPE an undeclared entity is a well-formedness error (the parse fails),
+    so only a body that has one can hold such a node.
+    """
+    if not root.getroottree().docinfo.doctype:
+        return False
     return next(root.iter(etree.Entity), None) is not None
 
 
