@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import cast
+from typing import Any, cast
 
 from lxml import etree
 
@@ -122,7 +122,8 @@ def has_entity_refs(root: etree._Element) -> bool:
     Without a DOCTYPE an undeclared entity is a well-formedness error (the parse fails),
     so only a body that has one can hold such a node.
     """
-    if not root.getroottree().docinfo.doctype:
+    docinfo: Any = root.getroottree().docinfo  # the stubs lack DocInfo.doctype
+    if not docinfo.doctype:
         return False
     return next(root.iter(etree.Entity), None) is not None
 
