@@ -6,7 +6,17 @@ from lxml import etree
 
 from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
-from .render import Renderer, all_text, clean, each, first, local_name, strings
+from .render import (
+    _NAMES,
+    Renderer,
+    all_text,
+    clean,
+    each,
+    first,
+    has_entity_refs,
+    local_name,
+    strings,
+)
 from .sections import section_type
 
 __all__ = ["read_elsevier"]
@@ -32,8 +42,22 @@ _OWN = frozenset(
 _first = first
 
 
-def _text(el: etree._Element | None) -> str:
-    return clean(all_text(el)) if el is not None else ""
+def _text(el: etree._Element | None, entities: bool = True) -> str:
+    return clean(all_text(el, entities=entities)) if el is not None else ""
+
+
+# What a paragraph holds that is read apart from its prose, found by lxml's tag filter in C.
+_INNER_TAGS = ("{*}textbox", "{*}figure", "{*}table", "{*}e-component")
+
+
+def _in_box(el: etree._Element, top: etree._Element) -> bool:
+    """Whether ``el`` sits inside a ``textbox`` below ``top``."""
+    up = el.getparent()
+    while up is not None and up is not top:
+        if local_name(up) == "textbox":
+            return True
+        up = up.getparent()
+    return False
 
 
 class _Reader:
@@ -65,28 +89,31 @@ class _Reader:
             self.para(box, path, kind)
 
     def _inner(self, el: etree._Element, boxes: list[etree._Element]) -> None:
-        """Caption the floats below ``el`` in document order; collect its outermost boxes."""
-        for child in el:
-            name = local_name(child)
-            if name == "textbox":
-                boxes.append(child)
+        """Caption the floats below ``el`` in document order; collect its outermost boxes.
+
+        Nothing below a box is read here (the box is read as paragraphs of its own).
+        """
+        for found in el.iterdescendants(*_INNER_TAGS):
+            if _in_box(found, el):
                 continue
-            if name in ("figure", "table", "e-component"):
-                self.caption(child)
-            self._inner(child, boxes)
+            if local_name(found) == "textbox":
+                boxes.append(found)
+            else:
+                self.caption(found)
 
     def caption(self, el: etree._Element) -> None:
-        cap = next((c for c in el if local_name(c) == "caption"), None)
-        label = next((c for c in el if local_name(c) == "label"), None)
+        cap = next((c for c in el if (_NAMES.get(c.tag) or local_name(c)) == "caption"), None)
+        label = next((c for c in el if (_NAMES.get(c.tag) or local_name(c)) == "label"), None)
         # lxml picks the rows and their entries out by tag, in C.
+        ents = self.r.entities
         cells = tuple(
-            tuple([_text(e) for e in row.iterchildren("{*}entry")]) for row in each(el, "row")
+            tuple([_text(e, ents) for e in row.iterchildren("{*}entry")]) for row in each(el, "row")
         )
         kind = {"table": "table", "e-component": "supplementary"}.get(local_name(el), "figure")
         self.captions.append(
             Caption(
                 kind,
-                _text(label),
+                _text(label, ents),
                 self.r.text(cap, skip=frozenset()) if cap is not None else "",
                 cells,
             )
@@ -95,8 +122,17 @@ class _Reader:
     def section(
         self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
     ) -> Section:
-        title = _text(next((c for c in el if local_name(c) == "section-title"), None))
-        label = _text(next((c for c in el if local_name(c) == "label"), None))
+        # The first title and label, read in one loop over the children.
+        title_el = label_el = None
+        for c in el:
+            cname = _NAMES.get(c.tag) or local_name(c)
+            if cname == "section-title":
+                if title_el is None:
+                    title_el = c
+            elif cname == "label" and label_el is None:
+                label_el = c
+        ents = self.r.entities
+        title, label = _text(title_el, ents), _text(label_el, ents)
         if local_name(el) == "acknowledgment" and not title:
             title = "Acknowledgements"
         kind = section_type("acknowledgements" if local_name(el) == "acknowledgment" else "", title)
@@ -109,7 +145,7 @@ class _Reader:
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
         subs: list[Section] = []
         for child in el:
-            name = local_name(child)
+            name = _NAMES.get(child.tag) or local_name(child)
             if name in ("section", "acknowledgment", "appendices"):
                 if name == "appendices":
                     subs.extend(self.blocks(child, path, kind))
@@ -129,27 +165,41 @@ class _Reader:
         return tuple(subs)
 
 
-def _reference(bib: etree._Element) -> Reference:
-    label = _text(next((c for c in bib if local_name(c) == "label"), None))
+def _author(a: etree._Element, ents: bool) -> str:
+    """Surname and given name: the first of each below ``a``, in document order."""
+    surname = given = None
+    for c in a:
+        if len(c):
+            # Not all leaves: a name may sit deeper, ahead of a later child's.
+            surname, given = _first(a, "surname"), _first(a, "given-name")
+            break
+        name = _NAMES.get(c.tag) or local_name(c)
+        if name == "surname":
+            if surname is None:
+                surname = c
+        elif name == "given-name" and given is None:
+            given = c
+    return " ".join(p for p in (_text(surname, ents), _text(given, ents)) if p)
+
+
+def _reference(bib: etree._Element, ents: bool = True) -> Reference:
+    label = _text(next((c for c in bib if local_name(c) == "label"), None), ents)
     sb = _first(bib, "reference")
     authors: tuple[str, ...] = ()
     title = source = year = doi = ""
     if sb is not None:
-        authors = tuple(
-            " ".join(p for p in (_text(_first(a, "surname")), _text(_first(a, "given-name"))) if p)
-            for a in each(sb, "author", "collaboration")
-        )
+        authors = tuple(_author(a, ents) for a in each(sb, "author", "collaboration"))
         contribution = _first(sb, "contribution")
-        title = _text(_first(contribution, "maintitle")) if contribution is not None else ""
+        title = _text(_first(contribution, "maintitle"), ents) if contribution is not None else ""
         host = _first(sb, "host")
         if host is not None:
             issue = _first(host, "issue", "book", "edited-book", "e-host")
             src = _first(issue if issue is not None else host, "maintitle")
-            source = _text(src)
-            year = _text(_first(host, "date"))
-            doi = _text(_first(host, "doi"))
+            source = _text(src, ents)
+            year = _text(_first(host, "date"), ents)
+            doi = _text(_first(host, "doi"), ents)
     if not doi:
-        doi = _text(_first(bib, "doi"))
+        doi = _text(_first(bib, "doi"), ents)
     return Reference(
         bib.get("id", ""),
         label,
@@ -160,13 +210,16 @@ def _reference(bib: etree._Element) -> Reference:
         source,
         year,
         authors,
-        clean(" ".join(t for c in bib if local_name(c) != "label" for t in strings(c))),
+        clean(
+            " ".join(t for c in bib if local_name(c) != "label" for t in strings(c, entities=ents))
+        ),
     )
 
 
 def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
     """Read a parsed Elsevier full-text tree (``xocs:doc`` or ``ja:article``) into a Document."""
     reader = _Reader(math)
+    ents = reader.r.entities = has_entity_refs(root)
     found = _first(root, "article", "simple-article", "book-review", "converted-article")
     # An lxml element with no children is falsy, so test for None rather than use ``or``.
     article = found if found is not None else root
@@ -176,20 +229,19 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
     abstracts: list[Abstract] = []
     keywords: list[str] = []
     if head is not None:
-        for ab in head.iter():
+        # lxml picks the abstracts, their paragraphs and the keywords out by tag, in C.
+        for ab in head.iter("{*}abstract", "{*}keyword"):
             if local_name(ab) == "abstract":
-                paras = [
-                    reader.r.text(p, skip=_OWN)
-                    for p in ab.iter()
-                    if local_name(p) in ("simple-para", "para")
-                ]
+                paras = [reader.r.text(p, skip=_OWN) for p in ab.iter("{*}simple-para", "{*}para")]
                 lang = ab.get("{http://www.w3.org/XML/1998/namespace}lang", "")
-                heading = _text(next((c for c in ab if local_name(c) == "section-title"), None))
+                heading = _text(
+                    next((c for c in ab if local_name(c) == "section-title"), None), ents
+                )
                 abstracts.append(
                     Abstract(clean(" ".join(paras)), ab.get("class", ""), lang, heading)
                 )
             elif local_name(ab) == "keyword":
-                keywords.append(_text(ab))
+                keywords.append(_text(ab, ents))
     # Elsevier's main abstract has class "author"; the frame's main abstract is the type-less one.
     abstracts = [
         Abstract(
@@ -211,7 +263,7 @@ def read_elsevier(root: etree._Element, *, math: str = "tex") -> Document:
                 reader.caption(child)
             elif local_name(child) == "textbox":
                 reader.r.lose(child)  # a floating box has no place in the prose: counted
-    refs = [_reference(b) for b in each(article, "bib-reference")]
+    refs = [_reference(b, ents) for b in each(article, "bib-reference")]
     return Document(
         text_format="elsevier",
         article_type=article.get("docsubtype", ""),

@@ -17,6 +17,7 @@ from .model import (
     Statement,
 )
 from .render import (
+    _NAMES,
     BLOCK,
     LOST,
     OWN_FIELD,
@@ -25,6 +26,7 @@ from .render import (
     clean,
     each,
     first,
+    has_entity_refs,
     local_name,
     strings,
 )
@@ -76,6 +78,8 @@ _NOT_CAPTION = frozenset({"label", "caption", "object-id", "graphic", "alt-text"
 
 # A footnote's label ("a", "*") is its own token, never glued to the first word.
 _LABEL = frozenset({"label"})
+_NONE: frozenset[str] = frozenset()
+_FLOATS_OWN = _FLOATS | OWN_FIELD
 
 
 def _children(el: etree._Element, *names: str) -> list[etree._Element]:
@@ -83,30 +87,21 @@ def _children(el: etree._Element, *names: str) -> list[etree._Element]:
 
 
 _first = first
-_CELL_TAGS = ("{*}td", "{*}th")
-
-
-def _cell(td: etree._Element) -> str:
-    """``clean(all_text(td))``, the ASCII leaf (most cells) cleaned in place."""
-    if not len(td):
-        text = td.text
-        if not text:
-            return ""
-        if text.isascii():
-            return " ".join(text.split())
-    return clean(all_text(td))
-
-
 _FRONT = frozenset({"front", "book-meta", "book-part-meta", "front-matter"})
+
+
+_PRUNED = LOST | {"ref-list"}
 
 
 def _pruned(el: etree._Element, top: etree._Element) -> bool:
     """Whether ``el`` sits (below ``top``) in a sub-article or the reference list."""
-    for up in el.iterancestors():
+    up = el.getparent()
+    while up is not None:
         if up is top:
             return False
-        if local_name(up) in LOST or local_name(up) == "ref-list":
+        if (_NAMES.get(up.tag) or local_name(up)) in _PRUNED:
             return True
+        up = up.getparent()
     return False
 
 
@@ -135,18 +130,49 @@ class _Reader:
     def caption(self, el: etree._Element) -> None:
         """One :class:`Caption` for a float: its own label and caption, a table's cells."""
         name = local_name(el)
-        label = _children(el, "label")
-        cap = _children(el, "caption")
+        # The first label, the first caption and (a figure's, a supplementary file's) the
+        # text beside them, read in one loop over the children.
+        label = cap = None
+        beside: list[etree._Element] = []
+        keep_beside = name in _FLOATS and name not in ("table-wrap", "table-wrap-group")
+        for c in el:
+            cname = _NAMES.get(c.tag) or local_name(c)
+            if cname == "label":
+                if label is None:
+                    label = c
+            elif cname == "caption":
+                if cap is None:
+                    cap = c
+            elif keep_beside and cname not in _NOT_CAPTION and cname not in _FLOATS:
+                beside.append(c)
         cells: list[tuple[str, ...]] = []
+        ents = self.r.entities
         if name == "table-wrap":
-            # lxml picks the cells out in C (comments and PIs are not cells either way).
+            # lxml picks the rows out in C; a row's cells by a plain loop over its children
+            # (cheaper than setting up a tag filter per row), each leaf read in place.
             for tr in each(el, "tr"):
-                cells.append(tuple([_cell(td) for td in tr.iterchildren(*_CELL_TAGS)]))
+                row: list[str] = []
+                for td in tr:
+                    tag = td.tag  # compared first as is: most cells are in no namespace
+                    if tag != "td" and tag != "th":
+                        cname = _NAMES.get(tag) or local_name(td)
+                        if cname != "td" and cname != "th":
+                            continue
+                    if not len(td):
+                        text = td.text
+                        if not text:
+                            row.append("")
+                            continue
+                        if text.isascii():
+                            row.append(" ".join(text.split()))
+                            continue
+                    row.append(clean(all_text(td, entities=ents)))
+                cells.append(tuple(row))
         self.captions.append(
             Caption(
                 _FLOAT_KIND.get(name, name),
-                clean(all_text(label[0])) if label else "",
-                self._caption_text(el, cap[0] if cap else None),
+                clean(all_text(label, entities=ents)) if label is not None else "",
+                self._caption_text(cap, beside),
                 tuple(cells),
             )
         )
@@ -158,17 +184,12 @@ class _Reader:
             if local_name(fn) == "fn" or _first(fn, "fn") is None:
                 self.footnotes.append(self.r.text(fn, skip=_LABEL))
 
-    def _caption_text(self, el: etree._Element, cap: etree._Element | None) -> str:
+    def _caption_text(self, cap: etree._Element | None, beside: list[etree._Element]) -> str:
         # A float nested in the caption (eLife's source data) is a caption of its own.
         parts = [self.r.text(cap, skip=_FLOATS)] if cap is not None else []
-        if local_name(el) in _FLOATS and local_name(el) not in ("table-wrap", "table-wrap-group"):
-            # Text a figure or a supplementary file holds beside its caption (<p>, <attrib>)
-            # is kept with the caption; nested floats and own-field parts are not prose.
-            parts.extend(
-                self.r.text(c, skip=_FLOATS | OWN_FIELD)
-                for c in el
-                if local_name(c) not in _NOT_CAPTION and local_name(c) not in _FLOATS
-            )
+        # Text a figure or a supplementary file holds beside its caption (<p>, <attrib>)
+        # is kept with the caption; nested floats and own-field parts are not prose.
+        parts.extend(self.r.text(c, skip=_FLOATS_OWN) for c in beside)
         return clean(" ".join(p for p in parts if p))
 
     def floats(self, el: etree._Element) -> None:
@@ -182,12 +203,12 @@ class _Reader:
         # lxml finds the candidates in C; each float is its figure or table, or the
         # parent of a caption (the first caption only, should a float have two).
         for found in each(el, "fig", "table-wrap", "caption"):
-            if local_name(found) == "caption":
+            if (_NAMES.get(found.tag) or local_name(found)) == "caption":
                 owner = found.getparent()
                 if (
                     owner is None
                     or local_name(owner) in ("fig", "table-wrap")
-                    or _children(owner, "caption")[0] is not found
+                    or next(owner.iterchildren("{*}caption")) is not found
                 ):
                     continue
             else:
@@ -199,7 +220,7 @@ class _Reader:
         """Walk a section-like container; return its subsections."""
         subs: list[Section] = []
         for child in el:
-            name = local_name(child)
+            name = _NAMES.get(child.tag) or local_name(child)
             if name in ("sec", "book-part", "chapter", "ack", "app", "notes", "glossary", "bio"):
                 subs.append(self.section(child, path, kind))
             elif name in _PARA:
@@ -208,7 +229,7 @@ class _Reader:
                 continue  # captioned by floats(), wherever they sit
             elif name in ("fn-group", "fn"):
                 for fn in [child] if name == "fn" else _children(child, "fn"):
-                    self.footnotes.append(self.r.text(fn, skip=frozenset({"label"})))
+                    self.footnotes.append(self.r.text(fn, skip=_LABEL))
             elif name in (
                 "title",
                 "label",
@@ -241,17 +262,24 @@ class _Reader:
         self, el: etree._Element, parent: tuple[str, ...], parent_kind: str = "other"
     ) -> Section:
         name = local_name(el)
-        title_el = _children(el, "title")
-        if not title_el:
-            meta = _children(el, "book-part-meta", "sec-meta")
-            if meta:
-                found = _first(meta[0], "title")
-                title_el = [found] if found is not None else []
-        title = self.r.text(title_el[0], skip=frozenset()) if title_el else ""
+        # The first title, label and metadata child, read in one loop.
+        title_el = label_el = meta = None
+        for c in el:
+            cname = _NAMES.get(c.tag) or local_name(c)
+            if cname == "title":
+                if title_el is None:
+                    title_el = c
+            elif cname == "label":
+                if label_el is None:
+                    label_el = c
+            elif cname in ("book-part-meta", "sec-meta") and meta is None:
+                meta = c
+        if title_el is None and meta is not None:
+            title_el = _first(meta, "title")
+        title = self.r.text(title_el, skip=_NONE) if title_el is not None else ""
         if not title and name == "ack":
             title = "Acknowledgements"
-        label_el = _children(el, "label")
-        label = clean(all_text(label_el[0])) if label_el else ""
+        label = clean(all_text(label_el, entities=self.r.entities)) if label_el is not None else ""
         kind = section_type(
             el.get("sec-type", "")
             or el.get("notes-type", "")
@@ -266,19 +294,22 @@ class _Reader:
         return Section(title, label, kind, len(path), path, children)
 
 
-_NAME_TAGS = ("{*}surname", "{*}given-names")
-
-
-def _person(el: etree._Element) -> str:
+def _person(el: etree._Element, entities: bool = True) -> str:
     # Surname and given names are nearly always children: look there before searching.
-    # (The last of each wins, as a later duplicate always has.)
+    # (The last of each wins, as a later duplicate always has.) The children are read by
+    # a plain loop: an lxml tag filter costs more to set up than a name's two children.
     sur = given = None
-    for c in el.iterchildren(*_NAME_TAGS):
-        if local_name(c) == "surname":
+    for c in el:
+        # The tag compared as is first (no namespace, the usual), its local name else.
+        tag = c.tag
+        name = tag if tag == "surname" or tag == "given-names" else _NAMES.get(tag) or local_name(c)
+        if name == "surname":
             sur = c
-        else:
+        elif name == "given-names":
             given = c
     if sur is None and given is None:
+        if not len(el):  # a leaf (most string-names and collabs): nothing to search
+            return clean(el.text or "")
         sur, given = _first(el, "surname"), _first(el, "given-names")
     elif sur is not None and given is not None and not len(sur) and not len(given):
         # The usual name, two leaves: their texts joined without walking either.
@@ -287,9 +318,9 @@ def _person(el: etree._Element) -> str:
             joined = " ".join(joined.split())
             if joined:
                 return joined
-        return clean(joined) or clean(all_text(el))
-    parts = [all_text(x) for x in (sur, given) if x is not None]
-    return clean(" ".join(parts)) or clean(all_text(el))
+        return clean(joined) or clean(all_text(el, entities=entities))
+    parts = [all_text(x, entities=entities) for x in (sur, given) if x is not None]
+    return clean(" ".join(parts)) or clean(all_text(el, entities=entities))
 
 
 _XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -318,10 +349,11 @@ _REF_FIELD = {
     "source": "source",
     "year": "year",
 }
+_PERSON = frozenset({"name", "string-name", "collab"})
 _CITATION_TAGS = tuple(f"{{*}}{n}" for n in _CITATIONS)
 
 
-def _reference(ref: etree._Element) -> Reference:
+def _reference(ref: etree._Element, entities: bool = True) -> Reference:
     cits = list(ref.iter(*_CITATION_TAGS))
     # citation-alternatives: prefer the structured rendering for fields, keep the first raw.
     cit = next((c for c in cits if local_name(c) == "element-citation"), cits[0] if cits else ref)
@@ -329,8 +361,10 @@ def _reference(ref: etree._Element) -> Reference:
     fields: dict[str, str] = {}
     authors: list[str] = []
     for c in cit.iter(*_REF_TAGS):
-        name = local_name(c)
-        if name == "pub-id":
+        name = _NAMES.get(c.tag) or local_name(c)
+        if name in _PERSON:  # the most of them
+            authors.append(_person(c, entities))
+        elif name == "pub-id":
             ids.setdefault(c.get("pub-id-type", ""), clean(c.text or ""))
         elif name == "ext-link":
             href = c.get(_XLINK_HREF) or ""
@@ -339,22 +373,20 @@ def _reference(ref: etree._Element) -> Reference:
         elif name in _REF_FIELD:
             key = _REF_FIELD[name]
             if key not in fields:  # the first in document order, as before
-                fields[key] = clean(all_text(c))
-        else:
-            authors.append(_person(c))
+                fields[key] = clean(all_text(c, entities=entities))
     label = next(ref.iterchildren("{*}label"), None)
     raw_src = cits[0] if cits else ref
-    return Reference(
-        ref_id=ref.get("id", ""),
-        label=clean(all_text(label)) if label is not None else "",
-        doi=ids.get("doi", ""),
-        pmid=ids.get("pmid", ""),
-        pmcid=ids.get("pmcid", "") or ids.get("pmc", ""),
-        title=fields.get("title", ""),
-        source=fields.get("source", ""),
-        year=fields.get("year", ""),
-        authors=tuple(authors),
-        raw=clean(" ".join(strings(raw_src))),
+    return Reference(  # by position (ref_id, label, doi, pmid, pmcid, title, ...): cheaper
+        ref.get("id", ""),
+        clean(all_text(label, entities=entities)) if label is not None else "",
+        ids.get("doi", ""),
+        ids.get("pmid", ""),
+        ids.get("pmcid", "") or ids.get("pmc", ""),
+        fields.get("title", ""),
+        fields.get("source", ""),
+        fields.get("year", ""),
+        tuple(authors),
+        clean(" ".join(strings(raw_src, entities=entities))),
     )
 
 
@@ -380,7 +412,8 @@ def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
         name = local_name(el)
         if name == "custom-meta":
             meta = _children(el, "meta-name")
-            kind = _META_STATEMENTS.get(clean(all_text(meta[0])).lower() if meta else "", "")
+            key = clean(all_text(meta[0], entities=r.entities)).lower() if meta else ""
+            kind = _META_STATEMENTS.get(key, "")
             value = _children(el, "meta-value")
             if kind and value:
                 out.append(Statement(kind, r.text(value[0], skip=_LABEL)))
@@ -398,6 +431,7 @@ def _statements(root: etree._Element, r: Renderer) -> tuple[Statement, ...]:
 def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
     """Read a parsed JATS, NLM 2.x/3 or BITS tree into a :class:`Document`."""
     reader = _Reader(math)
+    reader.r.entities = has_entity_refs(root)
     is_book = local_name(root) in ("book", "book-part", "book-part-wrapper", "chapter")
     meta = _first(root, "article-meta", "book-part-meta", "book-meta")
     title_el = _first(meta, "article-title", "title") if meta is not None else None
@@ -425,7 +459,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
                     )
                 )
             elif local_name(ab) in ("kwd", "compound-kwd"):
-                keywords.append(clean(all_text(ab)))
+                keywords.append(clean(all_text(ab, entities=reader.r.entities)))
     sections: list[Section] = []
     for part in root:
         name = local_name(part)
@@ -450,7 +484,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
         # A sub-article is lost whole (counted above): its floats are not the article's.
         if name and name not in LOST and name not in _FRONT:
             reader.floats(part)
-    refs = [_reference(r) for r in each(root, "ref")]
+    refs = [_reference(r, reader.r.entities) for r in each(root, "ref")]
     formulas = tuple(Formula(t, n, d) for t, n, d in reader.r.formulas)
     return Document(
         text_format="bits" if is_book else "jats",
@@ -465,7 +499,7 @@ def read_jats(root: etree._Element, *, math: str = "tex") -> Document:
         footnotes=tuple(reader.footnotes),
         references=tuple(refs),
         citations=tuple(reader.citations),
-        statements=_statements(root, Renderer(math=math)),
+        statements=_statements(root, Renderer(math=math, entities=reader.r.entities)),
         text_loss=as_losses(reader.r),
     )
 
