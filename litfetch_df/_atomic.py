@@ -107,9 +107,19 @@ class PartFile:
         self.fh.truncate()
 
     def commit(self) -> Path:
-        """Close the file and move it to ``target`` (atomically); return ``target``."""
-        self.fh.close()
-        os.replace(self.tmp, self.target)
+        """Move the file to ``target`` (atomically) and close it; return ``target``."""
+        self.fh.flush()
+        if fcntl is not None:
+            # Moved while still open, so still locked: closed first, its unlocked .part is
+            # what another writer's sweep (a Dask partition opening the same directory)
+            # takes for a killed run's leftover and removes before it could be moved.
+            os.replace(self.tmp, self.target)
+            self.fh.close()
+        else:
+            # Without advisory locks there is nothing to hold, and an open file may not be
+            # replaced on every platform.
+            self.fh.close()
+            os.replace(self.tmp, self.target)
         self._done = True
         return self.target
 

@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -174,6 +175,29 @@ def test_a_sweep_leaves_the_part_files_of_live_writers(tmp_path: Path) -> None:
         part.commit()
     assert [p.name for p in tmp_path.iterdir()] == ["live.xml"]
     assert (tmp_path / "live.xml").read_bytes() == b"in progress"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no advisory locks: every leftover goes")
+def test_a_sweep_while_a_writer_commits_leaves_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another partition opens the directory at the very moment this writer moves its file
+    # into place: the sweep must still see a live writer's .part, not a leftover.
+    swept: list[int] = []
+    real_replace = os.replace
+
+    def replace_after_a_sweep(src: Any, dst: Any) -> None:
+        swept.append(remove_leftovers(tmp_path))
+        real_replace(src, dst)
+
+    with PartFile(tmp_path / "live.xml") as part:
+        part.fh.write(b"whole")
+        monkeypatch.setattr(os, "replace", replace_after_a_sweep)
+        part.commit()
+        monkeypatch.setattr(os, "replace", real_replace)
+    assert swept == [0]
+    assert [p.name for p in tmp_path.iterdir()] == ["live.xml"]
+    assert (tmp_path / "live.xml").read_bytes() == b"whole"
 
 
 # -- keys ---------------------------------------------------------------------------------------

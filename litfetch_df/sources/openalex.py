@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from .._http import Http, Rate, UpstreamUnavailable, get_logger
 from .._quota import QuotaDeferred
-from .._store import can_hold
+from .._store import can_hold, keeps_records
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
@@ -66,6 +66,7 @@ __all__ = [
     "openalex_files",
     "single_works",
     "terms_key",
+    "terms_records",
     "work_ids",
     "works_by_doi",
     "works_request",
@@ -232,6 +233,11 @@ async def works_by_doi(
                     works.setdefault(*named)
             for doi in dois:
                 keep[doi] = works.get(doi)
+            if keeps_records(http):
+                # As the terms lookup would keep them: a later run reads them per DOI.
+                records = terms_records(api_key)
+                for doi in dois:
+                    records.keep(http, doi, works.get(doi))
         return found
 
     # chunk_answer logs neither the URL nor the params: they may carry the key.
@@ -245,6 +251,11 @@ def terms_key(ids: ArticleIds) -> BulkKey | None:
     """Return how a bundle is asked about for its access terms: its DOI, or ``None`` without one."""
     doi = parsed_or_none(parse_doi, ids.doi) if ids.doi is not None else None
     return None if doi is None else BulkKey(key=doi_key(doi), wire=doi_key(doi))
+
+
+def terms_records(api_key: str | None) -> IdRecords[dict[str, Any]]:
+    """How each DOI's work with its access terms is kept per id (:data:`TERMS_RECORD_KIND`)."""
+    return IdRecords(TERMS_RECORD_KIND, dict, json_object_record, (api_key,) if api_key else ())
 
 
 def _work_by_doi(work: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -288,7 +299,7 @@ async def works_with_terms(
 
     # Each DOI's work (or its absence) is kept per id, so another frame of the same DOIs
     # is answered from the cache. A work never echoes the key, which is not kept.
-    records = IdRecords(TERMS_RECORD_KIND, dict, json_object_record, (api_key,) if api_key else ())
+    records = terms_records(api_key)
     return await bulk_lookup(
         [terms_key(ids) for ids in batch],
         lookup,
