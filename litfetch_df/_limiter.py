@@ -269,6 +269,8 @@ class Lessons:
     learned_cap: int
     slow_start: bool
     probe_after: float
+    misses: int = 0
+    """Failed probes in a row: each doubles the calm the next probe waits for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +306,7 @@ class HostLimiter:
         self._min_rtt = math.inf  # the shortest round trip seen
         self._best = 0.0  # the fastest pace ever proven (see _proven)
         self._settled = math.inf  # the pace before a probe: the last one that held
+        self._held = plan.start_rate  # the pace before the last raise: the last that held
         self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
         self._round_start = -math.inf  # when the current pace was set
@@ -311,6 +314,8 @@ class HostLimiter:
         self._quiet = 0.0  # what a failed probe would cost: the last throttle's hold (s)
         self._calm_since = -math.inf  # the last throttle or probe
         self._calm_answers = PROBE_EVERY  # clean answers since then
+        self._probe_round = -1  # the round a probe opened
+        self._misses = 0  # failed probes in a row: each doubles the calm the next one waits
         self._streak = 0  # throttle episodes in a row, for the back-off
         # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
         # in it, the last of them): since the last hold ended, and the one before that hold
@@ -588,7 +593,10 @@ class HostLimiter:
                 own = min(self.policy.max_delay, base * 2.0 ** (self._streak - 1))
                 # What a failed probe costs: this hold (see _clean).
                 self._quiet = max(own, asked or 0.0)
-            return self._hold(max(own, asked or 0.0)) or parked
+            held = self._hold(max(own, asked or 0.0))
+            # The calm before a probe counts from the end of the hold: a hold proves nothing.
+            self._calm_since = max(self._calm_since, self._paused_until)
+            return held or parked
         if status < 500:
             self._clean(ticket)
         return parked
@@ -615,6 +623,9 @@ class HostLimiter:
         return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
 
     def _cut(self, ticket: Ticket) -> None:
+        if ticket.round == self._probe_round:
+            self._misses += 1
+            self._probe_round = -1
         self._epoch += 1
         self._calm_since = self._clock.now()
         self._calm_answers = 0
@@ -632,7 +643,8 @@ class HostLimiter:
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
-        back = min(CUT * drew, self._achieved())
+        fresh = ticket.round == self._round and self._held < drew
+        back = min(self._held if fresh else CUT * drew, self._achieved())
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
         floor = max(FLOOR_RATE, CUT * self._best)
@@ -674,16 +686,24 @@ class HostLimiter:
                 ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
             )
             calm = now - self._calm_since
-            if self._calm_answers >= PROBE_EVERY and (target / self.rate - 1) * calm >= self._quiet:
+            if self._round == self._probe_round:
+                self._misses = 0  # the last probe's pace held all this while
+            wait = 2**self._misses
+            if (
+                self._calm_answers >= PROBE_EVERY * wait
+                and (target / self.rate - 1) * calm >= self._quiet
+            ):
                 self._settled = self.rate
                 if self._learned_cap and self._learned_cap < self._little():
                     self._learned_cap += 1  # the cap binds: probe a place more too
                 self._advance(target)
+                self._probe_round = self._round
                 self._calm_since = now
                 self._calm_answers = 0
 
     def _advance(self, rate: float) -> None:
         if rate > self.rate:
+            self._held = self.rate
             self.rate = rate
             self._round += 1
             self._round_start = self._clock.now()
@@ -772,6 +792,7 @@ class HostLimiter:
             learned_cap=self._learned_cap,
             slow_start=self._slow_start,
             probe_after=self._quiet,
+            misses=self._misses,
         )
 
     def resume(self, lessons: Lessons) -> None:
@@ -785,6 +806,7 @@ class HostLimiter:
         self.rate = min(self._ceiling(), max(FLOOR_RATE, lessons.rate))
         self._slow_start = lessons.slow_start and self.rate < self._ceiling()
         self._quiet = lessons.probe_after
+        self._misses = lessons.misses
         if not self._slow_start:
             self._calm_since = self._clock.now()
 
