@@ -587,7 +587,7 @@ class HostLimiter:
             # One reaction per episode: a request sent before the last cut (or a retry)
             # tells nothing new about the pace; it only waits.
             if not retry and ticket.epoch == self._epoch:
-                self._cut(ticket)
+                self._cut(ticket, crowded=self._window_has_room(headers))
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
                 own = min(self.policy.max_delay, base * 2.0 ** (self._streak - 1))
@@ -622,7 +622,19 @@ class HostLimiter:
                 return [window]
         return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
 
-    def _cut(self, ticket: Ticket) -> None:
+    def _window_has_room(self, headers: Mapping[str, str]) -> bool:
+        """Whether a refusal says its announced window still has requests left.
+
+        A host refusing while its rate window has room refuses for concurrency.
+        """
+        if self.host in BUDGET_HEADER_HOSTS:
+            return False
+        left = _structured(headers.get("ratelimit"))
+        counts = [left.get("r") if left else None]
+        counts += [_number(headers.get(p + "remaining")) for p in ("x-ratelimit-", "ratelimit-")]
+        return any(count is not None and count >= 1 for count in counts)
+
+    def _cut(self, ticket: Ticket, *, crowded: bool = False) -> None:
         if ticket.round == self._probe_round:
             self._misses += 1
             self._probe_round = -1
@@ -632,6 +644,13 @@ class HostLimiter:
         self._slow_start = False
         proven = self._proven()
         self._best = max(self._best, proven)
+        if crowded:
+            # Refused with room left in the announced window: a concurrency limit. One
+            # place fewer than this request found (what clean answers were sent with at
+            # most); the pace stays.
+            self._learned_cap = max(1, min(self._most_clean, ticket.in_flight - 1))
+            self._wake()
+            return
         if ticket.in_flight > max(1, self._most_clean):
             # More at the host than any clean answer was sent with: a concurrency limit is
             # the likelier reading. Cap in flight where answers were clean (a later probe
