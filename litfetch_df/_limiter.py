@@ -533,17 +533,23 @@ class HostLimiter:
                 future.exception()  # its owner may be gone: mark it retrieved
         return self._parked_reason
 
-    def _hold(self, wait: float) -> str | None:
-        """Pause the host for ``wait`` seconds, or park it if that is past the budget."""
+    def _hold(self, wait: float, *, pacing: bool = False) -> str | None:
+        """Pause the host for ``wait`` seconds, or park it if that is past the budget.
+
+        ``pacing``: an announced window's next place, not a throttle's hold.
+        """
         if wait > self.policy.max_wait:
             return self._park(wait)
         until = self._clock.now() + wait
         if until > self._paused_until:
             self._paused_until = until
-            # The bucket refills during a hold: what is sent after it proves a rate anew.
-            if self._window[1] > 1:
-                self._before, self._held_at = self._window, self._clock.now()
-            self._window = (math.inf, 0, -math.inf)
+            # The bucket refills during a hold: what is sent after it proves a rate anew. An
+            # announced window's next place within the assumed burst is pacing: the window
+            # keeps its evidence (its proof allows a burst of that length).
+            if not (pacing and wait < BURST_SECONDS):
+                if self._window[1] > 1:
+                    self._before, self._held_at = self._window, self._clock.now()
+                self._window = (math.inf, 0, -math.inf)
         return None
 
     def park_if_asked(self, status: int, headers: Mapping[str, str]) -> str | None:
@@ -798,7 +804,7 @@ class HostLimiter:
         self._window_end = self._clock.now() + wait
         # Requests already on the wire count against what is left.
         self._window_left = int(remaining) - self._sending
-        return self._hold(wait) if remaining <= 0 else None
+        return self._hold(wait, pacing=True) if remaining <= 0 else None
 
     # -- reporting -------------------------------------------------------------------------
 
