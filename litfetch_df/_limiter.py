@@ -251,6 +251,8 @@ class Ticket:
     """When it went (the limiter's clock); ``-inf`` when not known."""
     round: int = field(default=0, kw_only=True)
     """The slow-start round (pace generation) it was sent in."""
+    on_wire: int = field(default=0, kw_only=True)
+    """Requests of this limiter unanswered as it went (it included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +392,7 @@ class HostLimiter:
             crowded=crowded,
             sent=slot,
             round=self._round,
+            on_wire=self._sending,
         )
 
     def _at_host(self, slot: float) -> int:
@@ -657,7 +660,11 @@ class HostLimiter:
             self._learned_cap = max(1, min(self._most_clean, ticket.in_flight - 1))
             self._wake()
             return
-        if ticket.in_flight > max(1, self._most_clean):
+        if ticket.on_wire > max(1, self._most_clean) >= ticket.in_flight:
+            # Another request was still out, but maybe answered already: either limit may
+            # have refused it. Cap in flight where answers were clean, and cut the pace too.
+            self._learned_cap = max(1, self._most_clean)
+        elif ticket.in_flight > max(1, self._most_clean):
             # More at the host than any clean answer was sent with: a concurrency limit is
             # the likelier reading. Cap in flight where answers were clean (a later probe
             # adds a place back when the cap binds); the pace stays.
