@@ -712,8 +712,9 @@ class HostLimiter:
                 self._slow_start = False
         elif self.rate < ceiling:
             # A probe halfway to the slowest throttled pace (or double, if none throttled),
-            # once the time it would have saved over the calm stretch so far is worth what
-            # its failure costs (one throttle and its hold): rare after a long hold.
+            # once its expected gain (the time it would have saved over the calm stretch so
+            # far, at even odds of holding) covers what its failure costs (one throttle and
+            # its hold): rare after a long hold.
             target = min(
                 ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
             )
@@ -723,7 +724,7 @@ class HostLimiter:
             wait = 2**self._misses
             if (
                 self._calm_answers >= PROBE_EVERY * wait
-                and (target / self.rate - 1) * calm >= self._quiet
+                and (target / self.rate - 1) * calm >= 2 * self._quiet
             ):
                 self._settled = self.rate
                 if self._learned_cap and self._learned_cap < self._little():
