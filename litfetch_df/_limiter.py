@@ -614,9 +614,9 @@ class HostLimiter:
         self._best = max(self._best, proven)
         if crowded:
             # Refused with room left in the announced window: a concurrency limit. One
-            # place fewer than this request found (what clean answers were sent with at
-            # most); the pace stays.
-            self._learned_cap = max(1, min(self._most_clean, ticket.in_flight - 1))
+            # place fewer than this request found on the wire (what clean answers were
+            # sent with at most); the pace stays.
+            self._learned_cap = max(1, min(self._most_clean, ticket.on_wire - 1))
             self._wake()
             return
         if ticket.on_wire > max(1, self._most_clean) >= ticket.in_flight:
