@@ -623,6 +623,10 @@ class HostLimiter:
             # Another request was still out, but maybe answered already: either limit may
             # have refused it. Cap in flight where answers were clean, and cut the pace too.
             self._learned_cap = max(1, self._most_clean)
+            if ticket.round != self._round:
+                # Sent at a pace a clean answer has since raised: not the pace, then.
+                self._wake()
+                return
         elif ticket.in_flight > max(1, self._most_clean):
             # More at the host than any clean answer was sent with: a concurrency limit is
             # the likelier reading. Cap in flight where answers were clean (a later probe
