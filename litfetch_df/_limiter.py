@@ -285,6 +285,9 @@ class HostLimiter:
         self._calm_answers = PROBE_EVERY  # clean answers since then
         self._probe_round = -1  # the round a probe opened
         self._misses = 0  # failed probes in a row: each doubles the calm the next one waits
+        # Throttles the last episode drew (its first and those already on the wire): what
+        # a failed probe costs in 429s, so a probe waits PROBE_EVERY clean answers per 429.
+        self._episode = 1
         self._streak = 0  # throttle episodes in a row, for the back-off
         # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
         # in it, the last of them): since the last hold ended, and the one before that hold
@@ -562,7 +565,10 @@ class HostLimiter:
             own = 0.0
             # One reaction per episode: a request sent before the last cut (or a retry)
             # tells nothing new about the pace; it only waits.
-            if not retry and ticket.epoch == self._epoch:
+            if retry or ticket.epoch != self._epoch:
+                self._episode += 1  # one more 429 a failed probe would cost
+            else:
+                self._episode = 1
                 self._cut(ticket, crowded=self._has_room(headers))
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
@@ -686,7 +692,7 @@ class HostLimiter:
                 self._misses = 0  # the last probe's pace held all this while
             wait = 2**self._misses
             if (
-                self._calm_answers >= PROBE_EVERY * wait
+                self._calm_answers >= PROBE_EVERY * wait * self._episode
                 and (target / self.rate - 1) * calm >= 2 * self._quiet
             ):
                 self._settled = self.rate
