@@ -644,7 +644,13 @@ class HostLimiter:
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
-        fresh = ticket.round == self._round and self._held < drew
+        # A throttle soon after a raise is its overshoot (a burst hides one for a second at
+        # most); one after the pace held longer is the pace's own.
+        fresh = (
+            ticket.round == self._round
+            and self._held < drew
+            and ticket.sent < self._round_start + BURST_SECONDS + ROUND_RTTS * self._srtt
+        )
         back = min(self._held if fresh else CUT * drew, self._achieved())
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
