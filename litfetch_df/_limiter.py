@@ -569,7 +569,7 @@ class HostLimiter:
                 self._episode += 1  # one more 429 a failed probe would cost
             else:
                 self._episode = 1
-                self._cut(ticket, crowded=self._has_room(headers))
+                self._cut(ticket, crowded=self._has_room(ticket, headers))
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
                 own = min(self.policy.max_delay, base * 2.0 ** (self._streak - 1))
@@ -604,9 +604,17 @@ class HostLimiter:
                 return [window]
         return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
 
-    def _has_room(self, headers: Mapping[str, str]) -> bool:
-        # A budget's X-RateLimit-* say nothing of the host's rate window.
-        return self.host not in BUDGET_HEADER_HOSTS and read_limits(self.host, headers).room
+    def _has_room(self, ticket: Ticket, headers: Mapping[str, str]) -> bool:
+        """Whether the host's own headers clear the pace of a throttle.
+
+        A refusal with room left in its window, or of a request sent within the pace a
+        one-second window announces, is not the pace's doing (a budget's X-RateLimit-*
+        say nothing of the host's rate window).
+        """
+        if self.host in BUDGET_HEADER_HOSTS:
+            return False
+        told = read_limits(self.host, headers)
+        return told.room or (told.per_second is not None and ticket.rate <= told.per_second)
 
     def _cut(self, ticket: Ticket, *, crowded: bool = False) -> None:
         if ticket.round == self._probe_round:

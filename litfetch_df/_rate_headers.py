@@ -86,6 +86,12 @@ class Announced:
     windows: tuple[Window, ...] = ()
 
     @property
+    def per_second(self) -> float | None:
+        """The quota of a window that resets within a second: the host's own pace."""
+        quotas = [q for left, reset, q in self.windows if q and reset is not None and reset <= 1]
+        return min(quotas) if quotas else None
+
+    @property
     def room(self) -> bool:
         """Whether a window says it still has requests left (a refusal then is concurrency)."""
         return any(left is not None and left >= 1 for left, _, _ in self.windows)
