@@ -637,8 +637,9 @@ class HostLimiter:
             # Another request was still out, but maybe answered already: either limit may
             # have refused it. Cap in flight where answers were clean, and cut the pace too.
             self._learned_cap = max(1, self._most_clean)
-            if ticket.round != self._round:
-                # Sent at a pace a clean answer has since raised: not the pace, then.
+            if ticket.round != self._round or ticket.rate * self._srtt >= 2:
+                # Sent at a pace a clean answer has since raised, or with two or more at the host
+                # on every round trip anyway (a long one): not the pace, then.
                 self._wake()
                 return
         elif ticket.in_flight > max(1, self._most_clean):
