@@ -711,9 +711,13 @@ class HostLimiter:
                 and (target / self.rate - 1) * calm >= 2 * self._quiet
             ):
                 self._settled = self.rate
-                if self._learned_cap and self._learned_cap < self._little():
-                    self._learned_cap += 1  # the cap binds: probe a place more too
-                self._advance(target)
+                if self._learned_cap and self._learned_cap <= self.rate * self._srtt:
+                    # The cap, not the pace, holds the throughput: probe one place more only.
+                    self._learned_cap += 1
+                    self._round += 1
+                    self._wake()
+                else:
+                    self._advance(target)
                 self._probe_round = self._round
                 self._calm_since = now
                 self._calm_answers = 0
