@@ -708,6 +708,8 @@ class HostLimiter:
             wait = 2**self._misses
             if (
                 self._calm_answers >= PROBE_EVERY * wait * self._episode
+                # and the host has drawn fewer than one 429 per PROBE_EVERY requests so far
+                and self.requests >= PROBE_EVERY * self.throttled
                 and (target / self.rate - 1) * calm >= 2 * self._quiet
             ):
                 self._settled = self.rate
