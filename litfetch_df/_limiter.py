@@ -17,8 +17,8 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   host is held for the later of its ``Retry-After`` and a back-off. Afterwards the
   pace settles between the fastest clean pace and the slowest throttled one,
   probing halfway up only once the calm since the hold ended makes the expected
-  gain (at even odds) cover a failure's hold; each failed probe in a row doubles
-  the wait for the next.
+  gain (at even odds) cover a failure's hold, and not while the host has drawn a
+  429 per PROBE_EVERY requests; each failed probe in a row doubles the wait.
 * **What a host says is obeyed.** ``Retry-After`` (seconds or HTTP date) holds the
   whole host; a wait past the retry budget *parks* it, and every request fails at
   once with :class:`HostParked` until the wait is over. The rate-limit headers
@@ -30,7 +30,7 @@ Eight tuning constants, each with its reason below. The other numbers are the ru
 themselves, not tuning: slow start and the back-off double, a probe bisects, and its
 odds of holding are taken as even.
 
-(About 800 lines, over the project's 650: the rules are a few hundred lines; the rest
+(About 820 lines, over the project's 650: the rules are a few hundred lines; the rest
 is the park/hold bookkeeping the session relies on and the value types the session
 and the Dask coordinator share (HostLimit, Plan, Ticket, Lessons, LimiterState). The
 header parsing is in :mod:`litfetch_df._rate_headers`; see
