@@ -9,25 +9,31 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
 * **Slow start by rounds.** From the first request the pace doubles per round of
   pressed traffic (a round ends when a request sent at the current pace, held
   back by it, comes back clean) until the first throttle or the ceiling.
-* **A throttle** (429, 503, a domain's "slow down") is met once per episode: the
-  pace goes back to the last pace that held (half of the last round's), never
-  below what the host has provably admitted, and the whole host is held until
-  the later of its ``Retry-After`` and a back-off. Afterwards the pace settles
-  between the fastest clean pace and the slowest throttled one, probing halfway
-  up only after a quiet stretch long enough that a failed probe (one 429 and its
-  hold) costs a small share of the time.
+* **A throttle** (429, 503, a domain's "slow down") is met once per episode. A
+  refusal while the announced window still has room, or past the most requests a
+  clean answer was sent with, is a concurrency limit: in flight is cut. Otherwise
+  the pace goes back to the last pace that held (the previous round's, or half a
+  settled pace), never below what the host has provably admitted, and the whole
+  host is held for the later of its ``Retry-After`` and a back-off. Afterwards the
+  pace settles between the fastest clean pace and the slowest throttled one,
+  probing halfway up only once the calm since the hold ended makes the expected
+  gain (at even odds) cover a failure's hold, and not while the host has drawn a
+  429 per PROBE_EVERY requests; each failed probe in a row doubles the wait.
 * **What a host says is obeyed.** ``Retry-After`` (seconds or HTTP date) holds the
   whole host; a wait past the retry budget *parks* it, and every request fails at
-  once with :class:`HostParked` until the wait is over. Crossref's
-  ``x-rate-limit-*`` / ``x-concurrency-limit`` and the IETF ``RateLimit-Policy``
-  set ceilings; ``X-RateLimit-*``, ``RateLimit-*`` and ``RateLimit`` count what is
-  left of a window. A published limit is a hard ceiling, never probed past; a host
-  nobody publishes for gets the politeness ceiling of :data:`litfetch_df.limits.UNLISTED`.
+  once with :class:`HostParked` until the wait is over. The rate-limit headers
+  (read by :mod:`litfetch_df._rate_headers`) set ceilings and count what is left of
+  a window. A published limit is a hard ceiling, never probed past; a host nobody
+  publishes for gets the politeness ceiling of :data:`litfetch_df.limits.UNLISTED`.
 
-(About 860 lines, over the project's 650: the rules themselves are a few hundred
-lines, the rest is header parsing (Retry-After dates, Crossref, X-RateLimit-*, IETF
-RateLimit/RateLimit-Policy) and the park/hold bookkeeping the session relies on;
-splitting the parsers out is left for a later change; see
+Eight tuning constants, each with its reason below. The other numbers are the rules
+themselves, not tuning: slow start and the back-off double, a probe bisects, and its
+odds of holding are taken as even.
+
+(About 840 lines, over the project's 650: the rules are a few hundred lines; the rest
+is the park/hold bookkeeping the session relies on and the value types the session
+and the Dask coordinator share (HostLimit, Plan, Ticket, Lessons, LimiterState). The
+header parsing is in :mod:`litfetch_df._rate_headers`; see
 docs/adr/0007-adaptive-host-limiter.md.)
 """
 
@@ -37,7 +43,6 @@ import asyncio
 import collections
 import logging
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -50,6 +55,7 @@ from ._http import (
     parse_retry_after,
     sane_seconds,
 )
+from ._rate_headers import BUDGET_HEADER_HOSTS, SCALABLE_HOSTS, is_pace_signal, read_limits
 from .limits import UNLISTED
 
 log = logging.getLogger("litfetch_df.limiter")
@@ -82,7 +88,10 @@ previous round's, which held (slow start doubles), as TCP halves its window."""
 BURST_SECONDS = 1.0
 """The largest burst a host is assumed to allow, in seconds of its rate. Any window of
 ``w`` seconds in which ``n`` requests were admitted then proves a rate of at least
-``n / (w + BURST_SECONDS)``: a throttle never cuts below that."""
+``n / (w + BURST_SECONDS)``: a throttle never cuts below that. By the same token an
+exhausted announced window resetting within this is a token bucket counted in whole
+seconds: one place frees ``1 / limit`` s after the send, not at the rounded-up reset
+(which would pace it at one request a second)."""
 
 PROBE_EVERY = 100
 """Clean answers since the last throttle before a probe: a failed probe costs about one
@@ -104,52 +113,10 @@ FLOOR_RATE = 0.5
 """No host is paced slower than this: one that still throttles there is failing, not
 limiting, and its holds (Retry-After, back-off) slow it further anyway."""
 
-SHORT_WINDOW = 1.0
-"""An exhausted announced window resetting within this many seconds is a token bucket
-counted in whole seconds: one place frees ``1 / limit`` s after the send, not at the
-rounded-up reset (which would pace it at one request a second)."""
-
 # -- not tuning: the ceilings of a host nobody publishes for, from the limits table ----------
 
 UNLISTED_RATE: float = UNLISTED.per_second or 20.0
 UNLISTED_IN_FLIGHT: int = UNLISTED.in_flight or 8
-
-SCALABLE_HOSTS: frozenset[str] = frozenset({"pmc-oa-opendata.s3.amazonaws.com"})
-"""Hosts built for thousands of requests a second from one client (Amazon S3 serves the
-PMC bucket): unpaced until they say otherwise (S3 answers 503 SlowDown)."""
-
-BUDGET_HEADER_HOSTS = frozenset({"api.openalex.org"})
-"""Hosts whose ``X-RateLimit-*`` count a daily budget of one request kind (OpenAlex's list
-calls), not a rate window: holding the host on them would stop its free singletons too."""
-
-
-_RATE_HEADERS = (
-    "x-rate-limit-limit",
-    "x-concurrency-limit",
-    "x-ratelimit-remaining",
-    "ratelimit-remaining",
-    "ratelimit",
-    "ratelimit-policy",
-)
-
-
-def is_pace_signal(
-    host: str, status: int, headers: Mapping[str, str], slow_down: frozenset[int] = frozenset()
-) -> bool:
-    """Whether an answer asks the client to slow down (a throttle), not just failed.
-
-    A 429, a domain's own "slow down" status (``slow_down``, e.g. OpenAlex's 403), a
-    503 that says when to come back (``Retry-After``) or announces rate-limit headers,
-    and Amazon S3's 503 SlowDown (:data:`SCALABLE_HOSTS`) are pace signals. Any other
-    5xx (an outage, a 503 without ``Retry-After``) is a fault: it is retried with a
-    back-off, and the pace the host has shown it admits stays.
-    """
-    if status == 429 or status in slow_down:
-        return True
-    if status != 503:
-        return False
-    names = {name.lower() for name in headers}
-    return host in SCALABLE_HOSTS or "retry-after" in names or not names.isdisjoint(_RATE_HEADERS)
 
 
 class HostParked(UpstreamUnavailable):
@@ -251,6 +218,8 @@ class Ticket:
     """When it went (the limiter's clock); ``-inf`` when not known."""
     round: int = field(default=0, kw_only=True)
     """The slow-start round (pace generation) it was sent in."""
+    on_wire: int = field(default=0, kw_only=True)
+    """Requests of this limiter unanswered as it went (it included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +238,8 @@ class Lessons:
     learned_cap: int
     slow_start: bool
     probe_after: float
+    misses: int = 0
+    """Failed probes in a row: each doubles the calm the next probe waits for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +275,7 @@ class HostLimiter:
         self._min_rtt = math.inf  # the shortest round trip seen
         self._best = 0.0  # the fastest pace ever proven (see _proven)
         self._settled = math.inf  # the pace before a probe: the last one that held
+        self._held = plan.start_rate  # the pace before the last raise: the last that held
         self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
         self._round_start = -math.inf  # when the current pace was set
@@ -311,6 +283,11 @@ class HostLimiter:
         self._quiet = 0.0  # what a failed probe would cost: the last throttle's hold (s)
         self._calm_since = -math.inf  # the last throttle or probe
         self._calm_answers = PROBE_EVERY  # clean answers since then
+        self._probe_round = -1  # the round a probe opened
+        self._misses = 0  # failed probes in a row: each doubles the calm the next one waits
+        # Throttles the last episode drew (its first and those already on the wire): what
+        # a failed probe costs in 429s, so a probe waits PROBE_EVERY clean answers per 429.
+        self._episode = 1
         self._streak = 0  # throttle episodes in a row, for the back-off
         # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
         # in it, the last of them): since the last hold ended, and the one before that hold
@@ -385,6 +362,7 @@ class HostLimiter:
             crowded=crowded,
             sent=slot,
             round=self._round,
+            on_wire=self._sending,
         )
 
     def _at_host(self, slot: float) -> int:
@@ -528,17 +506,23 @@ class HostLimiter:
                 future.exception()  # its owner may be gone: mark it retrieved
         return self._parked_reason
 
-    def _hold(self, wait: float) -> str | None:
-        """Pause the host for ``wait`` seconds, or park it if that is past the budget."""
+    def _hold(self, wait: float, *, pacing: bool = False) -> str | None:
+        """Pause the host for ``wait`` seconds, or park it if that is past the budget.
+
+        ``pacing``: an announced window's next place, not a throttle's hold.
+        """
         if wait > self.policy.max_wait:
             return self._park(wait)
         until = self._clock.now() + wait
         if until > self._paused_until:
             self._paused_until = until
-            # The bucket refills during a hold: what is sent after it proves a rate anew.
-            if self._window[1] > 1:
-                self._before, self._held_at = self._window, self._clock.now()
-            self._window = (math.inf, 0, -math.inf)
+            # The bucket refills during a hold: what is sent after it proves a rate anew. An
+            # announced window's next place within the assumed burst is pacing: the window
+            # keeps its evidence (its proof allows a burst of that length).
+            if not (pacing and wait < BURST_SECONDS):
+                if self._window[1] > 1:
+                    self._before, self._held_at = self._window, self._clock.now()
+                self._window = (math.inf, 0, -math.inf)
         return None
 
     def park_if_asked(self, status: int, headers: Mapping[str, str]) -> str | None:
@@ -581,14 +565,20 @@ class HostLimiter:
             own = 0.0
             # One reaction per episode: a request sent before the last cut (or a retry)
             # tells nothing new about the pace; it only waits.
-            if not retry and ticket.epoch == self._epoch:
-                self._cut(ticket)
+            if retry or ticket.epoch != self._epoch:
+                self._episode += 1  # one more 429 a failed probe would cost
+            else:
+                self._episode = 1
+                self._cut(ticket, crowded=self._has_room(ticket, headers))
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
                 own = min(self.policy.max_delay, base * 2.0 ** (self._streak - 1))
                 # What a failed probe costs: this hold (see _clean).
                 self._quiet = max(own, asked or 0.0)
-            return self._hold(max(own, asked or 0.0)) or parked
+            held = self._hold(max(own, asked or 0.0))
+            # The calm before a probe counts from the end of the hold: a hold proves nothing.
+            self._calm_since = max(self._calm_since, self._paused_until)
+            return held or parked
         if status < 500:
             self._clean(ticket)
         return parked
@@ -614,14 +604,45 @@ class HostLimiter:
                 return [window]
         return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
 
-    def _cut(self, ticket: Ticket) -> None:
+    def _has_room(self, ticket: Ticket, headers: Mapping[str, str]) -> bool:
+        """Whether the host's own headers clear the pace of a throttle.
+
+        A refusal with room left in its window, or of a request sent within the pace a
+        one-second window announces, is not the pace's doing (a budget's X-RateLimit-*
+        say nothing of the host's rate window).
+        """
+        if self.host in BUDGET_HEADER_HOSTS:
+            return False
+        told = read_limits(self.host, headers)
+        return told.room or (told.per_second is not None and ticket.rate <= told.per_second)
+
+    def _cut(self, ticket: Ticket, *, crowded: bool = False) -> None:
+        if ticket.round == self._probe_round:
+            self._misses += 1
+            self._probe_round = -1
         self._epoch += 1
         self._calm_since = self._clock.now()
         self._calm_answers = 0
         self._slow_start = False
         proven = self._proven()
         self._best = max(self._best, proven)
-        if ticket.in_flight > max(1, self._most_clean):
+        if crowded:
+            # Refused with room left in the announced window: a concurrency limit. One
+            # place fewer than this request found on the wire (what clean answers were
+            # sent with at most); the pace stays.
+            self._learned_cap = max(1, min(self._most_clean, ticket.on_wire - 1))
+            self._wake()
+            return
+        if ticket.on_wire > max(1, self._most_clean) >= ticket.in_flight:
+            # Another request was still out, but maybe answered already: either limit may
+            # have refused it. Cap in flight where answers were clean, and cut the pace too.
+            self._learned_cap = max(1, self._most_clean)
+            if ticket.round != self._round or ticket.rate * self._srtt >= 2:
+                # Sent at a pace a clean answer has since raised, or with two or more at the host
+                # on every round trip anyway (a long one): not the pace, then.
+                self._wake()
+                return
+        elif ticket.in_flight > max(1, self._most_clean):
             # More at the host than any clean answer was sent with: a concurrency limit is
             # the likelier reading. Cap in flight where answers were clean (a later probe
             # adds a place back when the cap binds); the pace stays.
@@ -632,7 +653,14 @@ class HostLimiter:
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
-        back = min(CUT * drew, self._achieved())
+        # A throttle soon after a raise is its overshoot (a burst hides one for a second at
+        # most); one after the pace held longer is the pace's own.
+        fresh = (
+            ticket.round == self._round
+            and self._held < drew
+            and ticket.sent < self._round_start + BURST_SECONDS + ROUND_RTTS * self._srtt
+        )
+        back = min(self._held if fresh else CUT * drew, self._achieved())
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
         floor = max(FLOOR_RATE, CUT * self._best)
@@ -668,68 +696,53 @@ class HostLimiter:
                 self._slow_start = False
         elif self.rate < ceiling:
             # A probe halfway to the slowest throttled pace (or double, if none throttled),
-            # once the time it would have saved over the calm stretch so far is worth what
-            # its failure costs (one throttle and its hold): rare after a long hold.
+            # once its expected gain (the time it would have saved over the calm stretch so
+            # far, at even odds of holding) covers what its failure costs (one throttle and
+            # its hold): rare after a long hold.
             target = min(
                 ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
             )
             calm = now - self._calm_since
-            if self._calm_answers >= PROBE_EVERY and (target / self.rate - 1) * calm >= self._quiet:
+            if self._round == self._probe_round:
+                self._misses = 0  # the last probe's pace held all this while
+            wait = 2**self._misses
+            if (
+                self._calm_answers >= PROBE_EVERY * wait * self._episode
+                # and the host has drawn fewer than one 429 per PROBE_EVERY requests so far
+                and self.requests >= PROBE_EVERY * self.throttled
+                and (target / self.rate - 1) * calm >= 2 * self._quiet
+            ):
                 self._settled = self.rate
-                if self._learned_cap and self._learned_cap < self._little():
-                    self._learned_cap += 1  # the cap binds: probe a place more too
-                self._advance(target)
+                if self._learned_cap and self._learned_cap <= self.rate * self._srtt:
+                    # The cap, not the pace, holds the throughput: probe one place more only.
+                    self._learned_cap += 1
+                    self._round += 1
+                    self._wake()
+                else:
+                    self._advance(target)
+                self._probe_round = self._round
                 self._calm_since = now
                 self._calm_answers = 0
 
     def _advance(self, rate: float) -> None:
         if rate > self.rate:
+            self._held = self.rate
             self.rate = rate
             self._round += 1
             self._round_start = self._clock.now()
             self._wake()
 
     def _read_announced(self, headers: Mapping[str, str], sent: float) -> str | None:
-        # Crossref: "x-rate-limit-limit: 50" per "x-rate-limit-interval: 1s", and
-        # "x-concurrency-limit: 3": ceilings, never probed past.
-        limit = _number(headers.get("x-rate-limit-limit"))
-        interval = _seconds(headers.get("x-rate-limit-interval"))
-        if limit and interval:
-            self._announce_rate(limit / interval)
-        concurrency = _number(headers.get("x-concurrency-limit"))
-        if concurrency and concurrency >= 1:
-            self._announced_cap = int(concurrency)
-        # IETF: 'RateLimit-Policy: "default";q=100;w=60' is a ceiling of q per w seconds;
-        # 'RateLimit: "default";r=0;t=30' is what is left of the window and when it resets.
-        policy = _structured(headers.get("ratelimit-policy"))
-        if policy is not None and policy.get("q") and 0 < policy.get("w", 0) <= 60:
-            # A window of a minute or less is a pace (per_second / per_minute in the limits
-            # table); a longer one is a quota, counted by what is left of it below.
-            self._announce_rate(policy["q"] / policy["w"])
-        windows: list[tuple[float | None, float | None, float | None]] = []
-        left = _structured(headers.get("ratelimit"))
-        if left is not None:
-            windows.append((left.get("r"), left.get("t"), policy.get("q") if policy else None))
-        for prefix in ("x-ratelimit-", "ratelimit-"):
-            if prefix == "x-ratelimit-" and self.host in BUDGET_HEADER_HOSTS:
-                continue  # a daily budget, not a window: the quota ledger reads it per kind
-            windows.append(
-                (
-                    _number(headers.get(prefix + "remaining")),
-                    _number(headers.get(prefix + "reset")),
-                    _number(headers.get(prefix + "limit")),
-                )
-            )
-        for remaining, reset, quota in windows:
-            if quota and quota >= 1 and self.host not in BUDGET_HEADER_HOSTS:
-                # Whatever the window, a host announcing n per window of a second or more
-                # admits at most n a second: an upper bound, never below its real pace.
-                self._announce_rate(quota)
-            if remaining is None or reset is None:
-                continue
-            held = self._count_window(remaining, reset, quota, sent)
-            if held is not None:
-                return held
+        told = read_limits(self.host, headers)
+        for rate in told.rates:
+            self._announce_rate(rate)
+        if told.in_flight is not None:
+            self._announced_cap = told.in_flight
+        for remaining, reset, quota in told.windows:
+            if remaining is not None and reset is not None:
+                held = self._count_window(remaining, reset, quota, sent)
+                if held is not None:
+                    return held
         return None
 
     def _announce_rate(self, rate: float) -> None:
@@ -744,7 +757,7 @@ class HostLimiter:
         wait = reset - self._clock.wall() if reset > 1e8 else reset
         if wait <= 0 or sane_seconds(wait, "rate-limit reset") is None:
             return None
-        if wait <= SHORT_WINDOW and limit:
+        if wait <= BURST_SECONDS and limit:
             if remaining > 0:
                 # A bucket full again within a second gives places back one by one: "1 left,
                 # reset in 1" after a small burst must not hold the host to 1/s.
@@ -759,7 +772,7 @@ class HostLimiter:
         self._window_end = self._clock.now() + wait
         # Requests already on the wire count against what is left.
         self._window_left = int(remaining) - self._sending
-        return self._hold(wait) if remaining <= 0 else None
+        return self._hold(wait, pacing=True) if remaining <= 0 else None
 
     # -- reporting -------------------------------------------------------------------------
 
@@ -772,6 +785,7 @@ class HostLimiter:
             learned_cap=self._learned_cap,
             slow_start=self._slow_start,
             probe_after=self._quiet,
+            misses=self._misses,
         )
 
     def resume(self, lessons: Lessons) -> None:
@@ -785,6 +799,7 @@ class HostLimiter:
         self.rate = min(self._ceiling(), max(FLOOR_RATE, lessons.rate))
         self._slow_start = lessons.slow_start and self.rate < self._ceiling()
         self._quiet = lessons.probe_after
+        self._misses = lessons.misses
         if not self._slow_start:
             self._calm_since = self._clock.now()
 
@@ -820,59 +835,3 @@ def _counted(window: _Window, sent: float) -> _Window:
     """``window`` with one more clean answer, if the request was sent inside it."""
     start, count, last = window
     return (start, count + 1, max(last, sent)) if sent >= start else window
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
-_PARAM = re.compile(r";\s*([a-z]+)\s*=\s*([0-9.]+)")
-
-
-def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value.strip())
-    except ValueError:
-        log.warning("ignoring a rate-limit header value that is not a number")
-        return None
-    if not math.isfinite(number) or number < 0:
-        log.warning("ignoring a rate-limit header value %r", number)
-        return None
-    return number
-
-
-def _seconds(value: str | None) -> float | None:
-    """Read ``1s``, ``500ms``, ``2m`` or a bare number of seconds."""
-    if value is None:
-        return None
-    match = _DURATION.match(value)
-    if match is None:
-        return None
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[(match.group(2) or "s").lower()]
-    seconds = float(match.group(1)) * scale
-    if sane_seconds(seconds, "rate-limit interval") is None:
-        return None
-    return seconds if seconds > 0 else None
-
-
-def _structured(value: str | None) -> dict[str, float] | None:
-    """The numeric parameters of the first item of an IETF ``RateLimit``/``-Policy`` field.
-
-    ``"default";q=100;w=60`` gives ``{"q": 100, "w": 60}``; the older draft's
-    ``100;w=60`` gives the leading number as ``q``. Unusable values are left out.
-    """
-    if not value:
-        return None
-    item = value.split(",")[0].strip()
-    params: dict[str, float] = {}
-    head = item.split(";")[0].strip()
-    if head and not head.startswith('"'):
-        quota = _number(head)
-        if quota is not None:
-            params["q"] = quota
-    for name, raw in _PARAM.findall(item.lower()):
-        number = _number(raw)
-        if number is not None:
-            params[name] = number
-    if "w" in params and sane_seconds(params["w"], "rate-limit window") is None:
-        del params["w"]
-    return params

@@ -215,7 +215,8 @@ async def test_a_limit_allowing_no_burst_met_early_in_a_ramp_keeps_most_of_its_p
     found = episodes([t for _, t, status in upstream.sent if status == 429])
     assert len(found) <= 3 and all(len(e) <= 2 for e in found), found
     assert 0.65 * limit <= state.rate <= limit, state
-    assert wall <= 2.0 * n / limit, wall  # three 15 s holds on a 98 s bound
+    # Three 15 s holds on a 98 s bound, and probes that wait for even odds of paying off.
+    assert wall <= 2.05 * n / limit, wall
 
 
 async def test_a_pace_that_held_before_its_throttle_is_kept_close_to_the_limit() -> None:
