@@ -54,7 +54,9 @@ class Rate(enum.Enum):
     # OpenAlex publishes 100 requests/s whatever a call costs (2026; limits-2026.md §2);
     # 10/s was its pre-2026 figure, and held the free singleton detour to a tenth of it.
     OPENALEX = (0.01, 0, "openalex")
-    EUROPE_PMC = (0.05, 0, "europepmc")
+    # Europe PMC publishes 10 requests/s (and 500/min) for its REST API (2026; limits-2026.md);
+    # 20/s was the library's own guess, which it probed up to and drew 429s there.
+    EUROPE_PMC = (0.1, 0, "europepmc")
     CROSSREF = (0.1, 3, "crossref")
     UNPAYWALL = (0.02, 0, "unpaywall")
 
@@ -82,8 +84,8 @@ class Rate(enum.Enum):
         """Whether the service publishes this limit (a ceiling), not the library's guess.
 
         A published rate is where a host's pacing starts and a ceiling it never
-        passes; an unpublished one (``DEFAULT``, and the library's own guesses
-        ``EUROPE_PMC`` and ``UNPAYWALL``) is only a ceiling, and the pace is
+        passes; an unpublished one (``DEFAULT``, and the library's own guess
+        ``UNPAYWALL``) is only a ceiling, and the pace is
         learned from the host's answers (ADR 0007).
         """
         return str(self.value[2]) in _PUBLISHED_DOMAINS
@@ -94,7 +96,9 @@ class Rate(enum.Enum):
         return float("inf") if self.min_interval == 0 else 1.0 / self.min_interval
 
 
-_PUBLISHED_DOMAINS = frozenset({"ncbi", "ncbi-keyed", "s2", "s2-keyed", "openalex", "crossref"})
+_PUBLISHED_DOMAINS = frozenset(
+    {"ncbi", "ncbi-keyed", "s2", "s2-keyed", "openalex", "crossref", "europepmc"}
+)
 
 _TRANSIENT_BY_DOMAIN: dict[str, frozenset[int]] = {"openalex": frozenset({403})}
 

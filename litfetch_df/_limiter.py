@@ -183,7 +183,7 @@ def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> Plan:
         return Plan(rate.per_second, rate.per_second, cap, serial=cap == 1)
     if host in SCALABLE_HOSTS:
         return Plan(math.inf, math.inf, 0)
-    # An unpublished guess of the library's own (Rate.EUROPE_PMC, Rate.UNPAYWALL) is a
+    # An unpublished guess of the library's own (Rate.UNPAYWALL) is a
     # ceiling, not a starting point: the guess may be too fast for the real host.
     max_rate = min(UNLISTED_RATE, rate.per_second)
     max_in_flight = _min_cap(rate.max_in_flight, UNLISTED_IN_FLIGHT)

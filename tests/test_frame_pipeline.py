@@ -436,7 +436,8 @@ async def test_results_equal_row_by_row_single_article_calls(world: FakeUpstream
 
 async def test_units_run_concurrently_up_to_the_bound(fake: FakeUpstream) -> None:
     fake.route(EBI, rf"{REST}/[^/]+/fullTextXML", xml_response(JATS))
-    fake.latency(0.05, EBI)
+    # Europe PMC is paced at its published 10/s: answers slower than its interval overlap.
+    fake.latency(0.3, EBI)
     df = pd.DataFrame({"pmcid": [f"PMC{7100000 + i}" for i in range(12)]})
     out = await df.lit.fetch_bodies_async(
         fetchers=[EpmcFetcher()],

@@ -132,15 +132,30 @@ async def test_slow_start_doubles_the_pace_per_round_from_the_first_request(
     assert wall <= 1.2 * n / pace, wall  # latency never caps the pace
 
 
-async def test_the_library_guess_for_europe_pmc_is_a_ceiling_not_a_start() -> None:
+async def test_the_library_guess_for_unpaywall_is_a_ceiling_not_a_start() -> None:
+    clock = VirtualClock()
+    upstream = Upstream(clock)
+    async with upstream.session() as s:
+        await run_all(clock, [s.get(url(EPMC, n), rate=Rate.UNPAYWALL) for n in range(300)])
+        state = s.limits[EPMC]
+    times = upstream.times(EPMC)
+    assert not Rate.UNPAYWALL.published
+    assert times[1] - times[0] >= 1 / _limiter.START_RATE - EPS
+    assert state.rate == min(Rate.UNPAYWALL.per_second, _limiter.UNLISTED_RATE)
+    assert min(gaps(times)) >= 1 / min(Rate.UNPAYWALL.per_second, _limiter.UNLISTED_RATE) - EPS
+
+
+async def test_europe_pmcs_published_rate_is_where_it_starts_and_never_passes() -> None:
     clock = VirtualClock()
     upstream = Upstream(clock)
     async with upstream.session() as s:
         await run_all(clock, [s.get(url(EPMC, n), rate=Rate.EUROPE_PMC) for n in range(300)])
         state = s.limits[EPMC]
     times = upstream.times(EPMC)
-    assert times[1] - times[0] >= 1 / _limiter.START_RATE - EPS
-    assert state.rate == min(Rate.EUROPE_PMC.per_second, _limiter.UNLISTED_RATE)
+    assert Rate.EUROPE_PMC.published and Rate.EUROPE_PMC.per_second == 10.0
+    # No slow start below a published rate: the second request goes one interval later.
+    assert times[1] - times[0] <= Rate.EUROPE_PMC.min_interval + EPS
+    assert state.rate == Rate.EUROPE_PMC.per_second
     assert min(gaps(times)) >= Rate.EUROPE_PMC.min_interval - EPS
 
 
