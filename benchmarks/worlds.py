@@ -1,11 +1,11 @@
 """Drawn worlds: the limits the benchmark's fake enforces on hosts that publish none.
 
-Nobody publishes a per-second limit for Unpaywall, Elsevier, Springer
-Nature, the bioRxiv API or the publisher and repository download hosts, so a
-library can only guess them, and a benchmark that enforced the library's own
-guesses could never see a wrong one. Europe PMC publishes 10/s (2026), and the
-library paces it so; it is still drawn here, so a world may hold it to less
-than it publishes and the library must notice. A :class:`DrawnWorld`
+Nobody publishes a per-second limit for Unpaywall, Springer Nature, the
+bioRxiv API or the publisher and repository download hosts, so a library can
+only guess them, and a benchmark that enforced the library's own guesses could
+never see a wrong one. Europe PMC and Elsevier publish 10/s (2026), and the
+library paces them so; they are still drawn here, so a world may hold them to
+less than they publish and the library must notice. A :class:`DrawnWorld`
 instead draws, from a seed, for each of those hosts:
 
 * a sustained rate, 2–20 requests per second;

@@ -58,6 +58,8 @@ class Rate(enum.Enum):
     # 20/s was the library's own guess, which it probed up to and drew 429s there.
     EUROPE_PMC = (0.1, 0, "europepmc")
     CROSSREF = (0.1, 3, "crossref")
+    # Elsevier's article retrieval API publishes 10 requests/s per key (and 50,000 a week).
+    ELSEVIER = (0.1, 0, "elsevier")
     UNPAYWALL = (0.02, 0, "unpaywall")
 
     @property
@@ -97,7 +99,7 @@ class Rate(enum.Enum):
 
 
 _PUBLISHED_DOMAINS = frozenset(
-    {"ncbi", "ncbi-keyed", "s2", "s2-keyed", "openalex", "crossref", "europepmc"}
+    {"ncbi", "ncbi-keyed", "s2", "s2-keyed", "openalex", "crossref", "europepmc", "elsevier"}
 )
 
 _TRANSIENT_BY_DOMAIN: dict[str, frozenset[int]] = {"openalex": frozenset({403})}

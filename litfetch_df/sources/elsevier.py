@@ -210,7 +210,7 @@ class ElsevierFetcher:
     ) -> bytes | None:
         """The full-text XML; ``b""`` for an answer without full text; ``None`` for no answer."""
         # Redirects stay off: the key header must not follow a hop to another origin.
-        send = http.get(link, headers=headers, rate=Rate.DEFAULT, follow_redirects=False)
+        send = http.get(link, headers=headers, rate=Rate.ELSEVIER, follow_redirects=False)
         response = await fetch_ok(send, f"Elsevier request {redact_url(link)}", logger=log)
         if response is None:
             return None
