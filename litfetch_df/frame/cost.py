@@ -226,9 +226,10 @@ def plan_costs(
             left = ledger.left(limit)
         deferred = 0 if left is None else max(0, requests - left) * per
         if host == "api.openalex.org" and kind == "list" and deferred:
-            # Past the list budget the free singletons answer instead: a detour, not a delay.
-            # each DOI once (the steps share the answers), whichever list call was spent
-            detour.append((host, math.ceil(n_dois)))
+            # Past the list budget the free singletons answer instead: a detour, not a delay;
+            # each DOI once (the steps share the answers), but for those the list calls still
+            # left answer (whichever step sends them)
+            detour.append((host, max(0, math.ceil(n_dois) - (left or 0) * per)))
             deferred = 0
         rows.append(
             {
