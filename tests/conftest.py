@@ -50,30 +50,40 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 @pytest.fixture(autouse=True)
-def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Refuse any real-socket request to a non-loopback host, in every test.
 
     The fake upstream is reached through ``httpx.AsyncHTTPTransport`` on
     127.0.0.1, so it passes; a request that escaped the fake or a mock transport
-    fails loudly instead of touching the network.
+    fails loudly instead of touching the network. The refusal is also recorded
+    and fails the test at teardown: code under test that catches every error
+    (a unit's outcome, a logged warning) cannot turn it into a passing row.
     """
     original_async = httpx.AsyncHTTPTransport.handle_async_request
     original_sync = httpx.HTTPTransport.handle_request
+    refused: list[str] = []
+
+    def refuse(host: str) -> NetworkRefused:
+        refused.append(host)
+        return NetworkRefused(f"test tried to reach {host}")
 
     async def guarded_async(
         self: httpx.AsyncHTTPTransport, request: httpx.Request
     ) -> httpx.Response:
         if request.url.host not in _LOOPBACK:
-            raise NetworkRefused(f"test tried to reach {request.url.host}")
+            raise refuse(request.url.host)
         return await original_async(self, request)
 
     def guarded_sync(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
         if request.url.host not in _LOOPBACK:
-            raise NetworkRefused(f"test tried to reach {request.url.host}")
+            raise refuse(request.url.host)
         return original_sync(self, request)
 
     monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", guarded_async)
     monkeypatch.setattr(httpx.HTTPTransport, "handle_request", guarded_sync)
+    yield
+    if request.node.get_closest_marker("refuses_network") is None:
+        assert not refused, f"a test tried to reach the network: {sorted(set(refused))}"
 
 
 # Also for the whole process from the start: a Dask LocalCluster fixture starts its worker

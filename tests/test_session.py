@@ -470,6 +470,7 @@ async def test_403_from_other_hosts_is_final_and_cached() -> None:
         assert len(calls) == 1
 
 
+@pytest.mark.refuses_network
 async def test_the_test_suite_refuses_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """The autouse guard in conftest: a default client cannot leave this machine."""
     import httpcore

@@ -15,15 +15,14 @@ cannot fail a row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from .._http import Http
-from .._store import CachedResponse, HeldAnswers, can_hold
+from .._store import HeldAnswers, can_hold
 from ..ids import ArticleIds, parse_pmcid
 from ..metadata import SourceMetadata, normalise_oa_status
-from ..sources._common import GetRequest, parsed_or_none, usable_credential
+from ..sources._common import parsed_or_none, usable_credential
 from ..sources.europe_pmc_search import holding_access, holdings_in, pmcid_search_request
 from ..sources.openalex import (
     TERMS_SELECT,
@@ -48,18 +47,6 @@ open-access subset, no colour and no licence.
 
 S2_TERMS_FIELDS: Final = TERMS_FIELDS
 """The fields of the Semantic Scholar paper lookup read here (the one the frame primes)."""
-
-
-async def _held_json(http: HeldAnswers, request: GetRequest) -> Any:
-    entry: CachedResponse | None = await http.held(
-        request.url, params=request.params, headers=request.headers
-    )
-    if entry is None or entry.status_code != 200:
-        return None
-    try:
-        return json.loads(entry.content)
-    except ValueError:  # a held answer that is not JSON states nothing
-        return None
 
 
 async def held_s2_paper(
@@ -100,7 +87,7 @@ async def _openalex(
         contact=contact,
         api_key=usable_credential(credentials, "openalex_api_key"),
     )
-    body = await _held_json(http, request)
+    body = await request.held_json(http)
     results = body.get("results") if isinstance(body, dict) else None
     for work in results if isinstance(results, list) else ():
         named = work_ids(work) if isinstance(work, dict) else None
@@ -118,7 +105,7 @@ async def _europe_pmc(
     pmcid = parsed_or_none(parse_pmcid, ids.pmcid) if ids.pmcid is not None else None
     if pmcid is None:
         return SourceMetadata()
-    body = await _held_json(http, pmcid_search_request([pmcid]))
+    body = await pmcid_search_request([pmcid]).held_json(http)
     found = holdings_in(body, [pmcid]) if body is not None else None
     holding = found.get(pmcid) if found else None
     return holding_access(holding) if holding is not None else SourceMetadata()

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from .._http import Http, Rate, get_logger, redact_url
-from .._store import NotInCache
+from .._store import HeldAnswers, NotInCache
 from ..files import Blob, File
 
 __all__ = [
@@ -80,6 +80,19 @@ class GetRequest:
     async def send(self, http: Http) -> httpx.Response:
         """Issue this GET through ``http`` and return the response (errors propagate)."""
         return await http.get(self.url, params=self.params, headers=self.headers, rate=self.rate)
+
+    async def held_json(self, http: HeldAnswers) -> Any:
+        """The JSON of the 200 answer ``http`` holds for this GET (nothing sent), else ``None``.
+
+        A held answer that is not JSON states nothing, as does any other status.
+        """
+        entry = await http.held(self.url, params=self.params, headers=self.headers)
+        if entry is None or entry.status_code != 200:
+            return None
+        try:
+            return json.loads(entry.content)
+        except ValueError:
+            return None
 
 
 # -- how a failure is logged ------------------------------------------------------------------

@@ -15,7 +15,6 @@ every source) and are re-exported here, where they first lived.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -103,13 +102,7 @@ async def held_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
         request = crossref_work_request(doi, contact)
     except ValueError:
         return None
-    entry = await http.held(request.url, params=request.params, headers=request.headers)
-    if entry is None or entry.status_code != 200:
-        return None
-    try:
-        body = json.loads(entry.content)
-    except ValueError:
-        return None
+    body = await request.held_json(http)
     message = body.get("message") if isinstance(body, dict) else None
     return message if isinstance(message, dict) else None
 

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -116,13 +115,7 @@ async def held_paper(
     request = s2_paper_request(ids, fields=TERMS_FIELDS, api_key=api_key)
     if request is None:
         return None
-    entry = await http.held(request.url, params=request.params, headers=request.headers)
-    if entry is None or entry.status_code != 200:
-        return None
-    try:
-        record = json.loads(entry.content)
-    except ValueError:  # a held answer that is not JSON states nothing
-        return None
+    record = await request.held_json(http)
     return record if isinstance(record, dict) else None
 
 
