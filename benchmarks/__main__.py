@@ -52,9 +52,12 @@ from benchmarks.model import (  # noqa: E402
     lower_bound,
     marginal_requests,
     published_bound,
+    resolve_rows,
     servable,
 )
 from benchmarks.politeness import measure  # noqa: E402
+from benchmarks.quota_audit import audit  # noqa: E402
+from benchmarks.quota_audit import lines as audit_lines  # noqa: E402
 from benchmarks.report import (  # noqa: E402
     PhaseReport,
     ScenarioReport,
@@ -448,6 +451,7 @@ def run_requests_scenario(
     world: DrawnWorld | None = None,
     timeout: float | None = None,
     workers: int = 1,
+    facts_out: dict[str, Any] | None = None,
 ) -> ScenarioReport:
     """Serve the world, run one request-making scenario's client, and measure it.
 
@@ -456,6 +460,8 @@ def run_requests_scenario(
     ``workers`` (the dask scenario) is the LocalCluster's size: each worker's
     session has ``--concurrency`` requests out, so the bound's latency terms
     divide by ``workers`` times that; the rate terms do not change.
+    ``facts_out``, when given, receives the run's fact columns row by row
+    (:func:`benchmarks.client.row_facts`).
     """
     n = args.memory_n if name == "memory" else args.n
     credentials = not args.no_credentials and name != "memory"
@@ -481,6 +487,8 @@ def run_requests_scenario(
     parallel = args.concurrency
     if args.quota:
         extra["quota"] = args.quota
+    if facts_out is not None:
+        extra["row_facts"] = "1"
     if name == "dask":
         extra["cache"] = str(cache_dir / f"dask-{workers}")  # cold: its own cache
         extra["workers"] = str(workers)
@@ -492,6 +500,8 @@ def run_requests_scenario(
         fake.stop()
         if out_dir is not None:
             shutil.rmtree(out_dir, ignore_errors=True)
+    if facts_out is not None:
+        facts_out.update(result.get("row_facts") or {})
     phases: list[PhaseReport] = []
     windows: list[tuple[float, float]] = []
     for phase in result.get("phases", []):
@@ -590,6 +600,37 @@ def run_requests_scenario(
         report.name = f"dask ({workers} worker{'s' if workers > 1 else ''})"
         report.extra.update(dask_lines(result))
     return report
+
+
+def run_quota_pair(
+    args: argparse.Namespace, cache_dir: Path, world: DrawnWorld | None
+) -> list[ScenarioReport]:
+    """The pipeline with ``--quota`` spent, then the same corpus with no quota spent; the
+    first report gains the row-by-row audit of :mod:`benchmarks.quota_audit` and the wall
+    against the unspent world's bound (issue 24: within 3x of it)."""
+    spent_facts: dict[str, Any] = {}
+    unspent_facts: dict[str, Any] = {}
+    spent = run_requests_scenario(args, "pipeline", cache_dir, world=world, facts_out=spent_facts)
+    clean = argparse.Namespace(**{**vars(args), "quota": ""})
+    (cache_dir / "unspent").mkdir(exist_ok=True)  # its own ledger: nothing spent in it
+    unspent = run_requests_scenario(
+        clean, "pipeline", cache_dir / "unspent", world=world, facts_out=unspent_facts
+    )
+    unspent.name = "pipeline (quotas unspent)"
+    hosts = [
+        item.split()[0]
+        for item in str(spent.extra.get("quotas the run spent", "")).split(", ")
+        if item and item != "none"
+    ]
+    if spent_facts and unspent_facts:
+        resolved, _ = resolve_rows(generate(args.n, seed=args.seed))
+        audits = audit([r.article for r in resolved], unspent_facts, spent_facts, hosts)
+        spent.extra.update(audit_lines(audits))
+    if spent.wall is not None and unspent.bound > 0:
+        spent.extra["wall / the unspent world's bound"] = (
+            f"{spent.wall / unspent.bound:.2f}x (unspent run: {_fmt(unspent.wall)} s)"
+        )
+    return [spent, unspent]
 
 
 def dask_lines(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -850,6 +891,11 @@ def main(argv: list[str] | None = None) -> int:
             world = draw_world(args.world_seed) if args.world_seed is not None else None
             if world is not None:
                 print(world.describe(), flush=True)
+            if name == "pipeline" and args.quota:
+                for report in run_quota_pair(args, cache_dir, world):
+                    reports.append(report)
+                    print(format_scenario(report), flush=True)
+                continue
             if name == "licence":
                 report = run_licence_scenario(args)
             elif name == "warm":

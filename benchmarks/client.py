@@ -192,6 +192,23 @@ def _outcomes(frame: Any) -> dict[str, Any]:
     return out
 
 
+def row_facts(frame: Any) -> dict[str, list[str | None]]:
+    """The fact and error columns of :mod:`benchmarks.quota_audit`, one cell per row."""
+    from benchmarks.quota_audit import ERROR_COLUMN, FACT_COLUMNS
+
+    out: dict[str, list[str | None]] = {}
+    for column in dict.fromkeys([*FACT_COLUMNS, *ERROR_COLUMN.values()]):
+        if column in frame.columns:
+            out[column] = [None if _is_na(v) else str(v) for v in frame[column]]
+    return out
+
+
+def _is_na(value: Any) -> bool:
+    import pandas as pd
+
+    return value is None or (not isinstance(value, list | tuple) and bool(pd.isna(value)))
+
+
 def _abandoned(frame: Any) -> dict[str, int]:
     """Count rows whose error columns say ``abandoned``, per column and reason (digits as #)."""
     counts: collections.Counter[str] = collections.Counter()
@@ -286,7 +303,9 @@ def run_steps(args: argparse.Namespace) -> dict[str, Any]:
         phases.append({"step": step, "wall": wall, "outcomes": _outcomes(frame)})
     # run()'s own record of its plan beside what it sent (attrs, issue 24 part 3)
     record = frame.attrs.get("litfetch_df_requests")
+    extra: dict[str, Any] = {"row_facts": row_facts(frame)} if args.row_facts else {}
     return {
+        **extra,
         "requests_record": record if isinstance(record, dict) else None,
         "plan_runs_out": runs_out,
         "phases": phases,
@@ -536,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="dask: LocalCluster processes")
     parser.add_argument("--partitions", type=int, default=0, help="dask: 0 = 2 per worker")
     parser.add_argument("--quota", default="", help="the fake's scaled-down quotas")
+    parser.add_argument("--row-facts", default="", help="non-empty: return the fact columns")
     parser.add_argument("--result", required=True)
     args = parser.parse_args(argv)
     _trace_sends(os.environ.get("LITFETCH_BENCH_TRACE", ""))
