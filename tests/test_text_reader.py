@@ -332,3 +332,36 @@ def test_an_elsevier_box_in_a_paragraph_is_rendered_after_it_and_a_floating_one_
         ("figure", "Fig. 1", "In the box")
     ]
     assert {(x.element, x.count, x.chars) for x in doc.text_loss} == {("textbox", 1, 6)}
+
+
+def test_a_formula_holding_only_a_processing_instruction_is_counted_not_a_crash() -> None:
+    # A typesetter's PI alone in a formula: nothing to render, and not an image either.
+    body = (
+        "<sec><title>M</title><p>a <inline-formula><?xpp formula?></inline-formula> b</p>"
+        "<disp-formula id='e1'><?xpp display?><label>(1)</label></disp-formula></sec>"
+    )
+    # the second body holds an entity reference (an external DTD's), so text is not
+    # gathered in C: both ways of reading a formula's text meet the PI
+    dtd = '<!DOCTYPE article PUBLIC "-//NLM//DTD JATS 1.3//EN" "JATS-archivearticle1.dtd">'
+    for head, last in (("", ""), (dtd, "<p>x &agr;</p>")):
+        xml = head + _JATS.format(body=body + last, abstract="", refs="")
+        doc = read_text(xml.encode())
+        assert not doc.text_error
+        assert doc.paragraphs[0].text == "a [formula] b"
+        assert ("formula-empty", 2) in [(x.element, x.count) for x in doc.text_loss]
+        assert [f.notation for f in doc.formulas] == ["placeholder", "placeholder"]
+
+
+def test_a_processing_instruction_in_an_elsevier_reference_is_read_past() -> None:
+    refs = (
+        "<ce:bibliography><ce:bibliography-sec><ce:bib-reference id='r1'>"
+        "<ce:label>[1]</ce:label><?xpp ref?><ce:other-ref><ce:textref>A. Author, A paper, "
+        "2001.</ce:textref></ce:other-ref></ce:bib-reference></ce:bibliography-sec>"
+        "</ce:bibliography>"
+    )
+    xml = _ELSEVIER.format(body="<ce:para>Text.</ce:para>", floats="").replace(
+        "</ja:body>", f"</ja:body><ja:tail>{refs}</ja:tail>"
+    )
+    doc = read_text(xml.encode())
+    assert not doc.text_error
+    assert [(r.label, r.raw) for r in doc.references] == [("[1]", "A. Author, A paper, 2001.")]

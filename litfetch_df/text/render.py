@@ -131,8 +131,11 @@ def has_entity_refs(root: etree._Element) -> bool:
 def strings(el: etree._Element, *, entities: bool = True) -> list[str]:
     """Every text node under ``el`` (the stubs say str | bytes; parsed XML gives str).
 
-    ``entities=False`` (the tree holds no entity reference) gathers them in C.
+    ``entities=False`` (the tree holds no entity reference) gathers them in C. A
+    processing instruction or comment holds none of the document's text: ``[]``.
     """
+    if not isinstance(el.tag, str):
+        return []  # the XPath would refuse a node that is not an element
     if not entities:
         return cast(list[str], _TEXT_NODES(el))
     return cast(list[str], list(el.itertext()))
@@ -394,8 +397,10 @@ class Renderer:
             if rest:
                 text, notation = rest, "mathml"
             else:
-                # An image-only formula: nothing to render, so it is counted.
-                self.loss["formula-image"] += 1
+                # Nothing to render (an image, or only a processing instruction), so it is
+                # counted under what the formula holds.
+                image = any(True for _ in each(el, "graphic", "inline-graphic"))
+                self.loss["formula-image" if image else "formula-empty"] += 1
                 text, notation = "[formula]", "placeholder"
         if label:
             text = text  # the label stays in its own field; it is not prose
