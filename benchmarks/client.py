@@ -475,7 +475,7 @@ def run_converge(args: argparse.Namespace) -> dict[str, Any]:
 def run_licence(args: argparse.Namespace) -> dict[str, Any]:
     """Time ``extract_source_metadata`` over many bodies, against a bare parse of the same bytes."""
     from litfetch_df import ELSEVIER_XML, JATS_XML, Blob, File, FileKind
-    from litfetch_df._xml import parse_xml
+    from litfetch_df.safexml.parse import parse_xml
     from tests.fakes.world import BodyHome, LicenceStyle, World
 
     from .corpus import generate

@@ -2,7 +2,7 @@
 
 Licence and access terms sit in a body's front matter, so
 :func:`litfetch_df.operations.licence.extract_source_metadata` parses only that
-far (:func:`litfetch_df._frontmatter.read_front_matter`). This measures, in one
+far (:func:`litfetch_df.safexml.frontmatter.read_front_matter`). This measures, in one
 run and on the same bytes, two corpora: the synthetic corpus's bodies (JATS,
 BITS, Elsevier; small, a few kB each) and the real PMC articles kept in
 ``tests/data/jats`` (40 to 106 kB each), each repeated to ``--real`` bodies:
@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from litfetch_df import ELSEVIER_XML, JATS_XML, Blob, File, FileKind
-from litfetch_df._frontmatter import read_front_matter
-from litfetch_df._xml import parse_xml
 from litfetch_df.operations import licence as licence_module
 from litfetch_df.operations.licence_evidence import LicenceEvidence
+from litfetch_df.safexml.frontmatter import read_front_matter
+from litfetch_df.safexml.parse import parse_xml
 
 __all__ = ["main", "measure"]
 

@@ -16,7 +16,7 @@ sent. ``--jitter SHARE:SECONDS`` delays that share of the requests by up to
 that many seconds (drawn uniformly) before the gate sees them; a limit that
 allows no burst answers such a pair with a 429. The five-world bench behaves
 like a share of a few per cent and up to 80 ms. ``--set NAME=VALUE`` overrides
-a constant of ``litfetch_df._limiter`` for an experiment.
+a constant of ``litfetch_df.wire.limiter`` for an experiment.
 
 The sweep judges the limiter alone: the frame's own work, the other hosts and
 the pipeline's order are what ``make bench-worlds`` adds.
@@ -40,7 +40,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.worlds import SHORT_NAMES, DrawnHost, draw_worlds  # noqa: E402
-from litfetch_df import RetryPolicy, Session, _limiter  # noqa: E402
+from litfetch_df import RetryPolicy, Session  # noqa: E402
+from litfetch_df.wire import limiter as _limiter  # noqa: E402
 from tests.fakes.limits import HostGate  # noqa: E402
 from tests.virtual_clock import VirtualClock  # noqa: E402
 
@@ -124,7 +125,10 @@ async def _sweep(
     async with Session(client_factory=client, retry=RetryPolicy(), clock=clock) as session:
         # The limiter alone is judged: the quota ledger would read the fake's per-second
         # X-RateLimit-* (Elsevier's) as the real service's weekly quota and defer rows.
-        session._shared.quota = None
+        shared = session._shared
+        shared.quota = None
+        if shared.sender is not None:
+            shared.sender.budget = None
 
         async def one(k: int) -> None:
             nonlocal failed
@@ -189,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.set:
         name, _, _ = item.partition("=")
         if not hasattr(_limiter, name):
-            p.error(f"litfetch_df._limiter has no {name}")
+            p.error(f"litfetch_df.wire.limiter has no {name}")
     _apply_sets(args.set)
     jitter = _parse_jitter(args.jitter)
     cases = [

@@ -68,9 +68,9 @@ S3_PAGE = 1000
 
 
 def _rate(name: str, fallback: float) -> float:
-    """Requests per second of a ``litfetch_df._http.Rate`` member, or ``fallback``."""
+    """Requests per second of a ``litfetch_df.wire.http.Rate`` member, or ``fallback``."""
     try:
-        from litfetch_df._http import Rate
+        from litfetch_df.wire.http import Rate
     except ImportError:  # pragma: no cover - the foundation always has it
         return fallback
     member = getattr(Rate, name, None)

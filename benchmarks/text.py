@@ -61,14 +61,14 @@ def corpus(bodies: Sequence[bytes], n: int) -> list[bytes]:
 def bare(body: bytes) -> int:
     """A hardened lxml parse plus every text node joined: the floor of any extraction.
 
-    The parser has the settings :func:`litfetch_df._xml.parse_xml` uses (comments
+    The parser has the settings :func:`litfetch_df.safexml.parse.parse_xml` uses (comments
     dropped as there), and the text nodes are joined in C with no filter in Python:
     parsed XML gives ``str`` only, and a filter would slow the baseline and flatter
     the ratio.
     """
     from lxml import etree
 
-    from litfetch_df._xml import _parser
+    from litfetch_df.safexml.parse import _parser
 
     root = etree.fromstring(body, _parser())
     return len("".join(cast("Iterator[str]", root.itertext())))

@@ -8,12 +8,7 @@ importing this package registers the ``.lit`` accessor on DataFrame and Series.
 from __future__ import annotations
 
 from . import frame, ids, resolvers, serde, text
-from ._clock import Clock, SystemClock
-from ._http import BulkHttp, Http, Rate, RetryPolicy, UpstreamUnavailable
-from ._limiter import HostLimit, HostParked, LimiterState
-from ._oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_access
 from ._version import __version__
-from .cache import CacheInfo, ResponseCache
 from .files import ELSEVIER_XML, INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind, Saved
 from .frame import (
     Interrupted,
@@ -23,13 +18,14 @@ from .frame import (
     reset_options,
     set_options,
 )
-from .frame.parquet import read_parquet
-from .frame.readers import read_pubmed, read_table
+from .frame.io.parquet import read_parquet
+from .frame.io.readers import read_pubmed, read_table
 from .ids import ArticleIds
 from .metadata import Related, RelationType, SourceMetadata
 from .operations.fileset import default_file_sources
 from .operations.ladder import default_fetchers
 from .operations.licence import extract_source_metadata
+from .operations.oneshot import fetch_body, fetch_file, list_files, related_ids, resolve_access
 from .operations.resolution import (
     EuropePmcBatchResolver,
     NcbiIdConverterBatchResolver,
@@ -53,7 +49,11 @@ from .sources.pmc_oa import PmcOaFetcher
 from .sources.semantic_scholar import SemanticScholarFileSource, SemanticScholarResolver
 from .sources.springer import SpringerFetcher, SpringerFileSource
 from .sources.unpaywall import UnpaywallFileSource
+from .store.cache import CacheInfo, ResponseCache
 from .text import Document, TextLoss, read_text
+from .wire.clock import Clock, SystemClock
+from .wire.http import BulkHttp, Http, Rate, RetryPolicy, UpstreamUnavailable
+from .wire.limiter import HostLimit, HostParked, LimiterState
 
 __all__ = [
     "ELSEVIER_XML",

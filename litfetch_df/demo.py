@@ -29,12 +29,12 @@ from typing import IO, Any, Final
 import pandas as pd
 
 from . import frame as _frame  # noqa: F401  (importing it registers the .lit accessor)
-from ._results import summary_text, write_result
+from .cli.results import summary_text, write_result
 from .demo_world import DEMO_CONTACT, world_session
 from .frame.accessor import LitFrameAccessor
-from .frame.bridge import run_sync
-from .frame.options import ENV_CREDENTIALS
-from .frame.readers import read_pubmed
+from .frame.engine.bridge import run_sync
+from .frame.engine.options import ENV_CREDENTIALS
+from .frame.io.readers import read_pubmed
 from .metadata import Related
 from .session import Session
 
@@ -77,7 +77,7 @@ def demo_export_bytes() -> bytes:
 
 
 def load_demo_export() -> pd.DataFrame:
-    """Return the bundled export read with :func:`~litfetch_df.frame.readers.read_pubmed`.
+    """Return the bundled export read with :func:`~litfetch_df.frame.io.readers.read_pubmed`.
 
     One row per article; every column is nullable text. No request is made.
     """

@@ -33,6 +33,9 @@ whatever its shape, from those per-article records:
 sends every request to this world through an :class:`httpx.MockTransport`: no
 request can reach a real host. Pacing pauses are skipped (:class:`InstantClock`),
 since no real service is asked.
+
+(About 580 lines, over the project's 550: one answer shape per upstream service the
+library asks, each a few dozen lines; they share the per-article record lookup.)
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from xml.sax.saxutils import escape
 
 import httpx
 
-from ._xml import local_name, parse_xml
+from .safexml.parse import local_name, parse_xml
 from .session import Session
 
 __all__ = [

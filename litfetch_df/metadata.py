@@ -60,7 +60,7 @@ class SourceMetadata:
     ``basis`` (the bytes state a licence, Unpaywall the open-access status).
     ``oa_status`` is a service's classification normalised to ``gold``,
     ``hybrid``, ``bronze``, ``green`` or ``closed`` (see
-    :mod:`litfetch_df.frame.oa_status`), kept even when ``access`` holds the
+    :mod:`litfetch_df.frame.engine.oa_status`), kept even when ``access`` holds the
     body's own ``'open-access'``; ``None`` when no service classified the article.
     """
 

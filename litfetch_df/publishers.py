@@ -126,7 +126,7 @@ _MEMBERS: Final[Mapping[Publisher, frozenset[str]]] = {
 }
 # Registrant names as Crossref spells them ("Springer Science and Business Media LLC",
 # "Springer Nature", "Nature Publishing Group", "BioMed Central", "Elsevier BV").
-_NAMES: Final[Mapping[Publisher, re.Pattern[str]]] = {
+TAG_NAMES: Final[Mapping[Publisher, re.Pattern[str]]] = {
     Publisher.SPRINGER_NATURE: re.compile(
         r"\bspringer\b|\bnature publishing\b|\bbiomed central\b|\bpalgrave\b", re.IGNORECASE
     ),
@@ -166,7 +166,7 @@ def by_crossref(record: Mapping[str, Any]) -> Publisher | None:
             return publisher
     name = record.get("publisher")
     if isinstance(name, str):
-        for publisher, pattern in _NAMES.items():
+        for publisher, pattern in TAG_NAMES.items():
             if pattern.search(name):
                 return publisher
     if member or (isinstance(name, str) and name.strip()):

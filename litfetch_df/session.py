@@ -5,9 +5,15 @@ A session is the object callers hold. Its scopes (children made with
 owns a short-lived response cache, so two sources that read the same upstream
 record inside one unit of work cost one request.
 
-(About 1,200 lines, over the project's 650: the contract's methods, the client's
-lifetime, the send-and-retry loop, priming and records are still one class; the
-layout issue moves the loop to the wire layer and priming and records to the store.)
+The send-and-retry loop is the wire layer's (:class:`~litfetch_df.wire.sender.Sender`);
+primed answers and per-id records are the store's (:mod:`litfetch_df.store.primed`,
+:mod:`litfetch_df.store.records`). What stays here is the contract's methods and the
+request path that decides, per request, between a scope's shared future, a primed
+answer, the memo, the persistent cache and the network.
+
+(About 900 lines, over the project's 550: that request path, the client's lifetime and
+the streamed download are one class's state; splitting them would pass the same dozen
+fields between modules.)
 """
 
 from __future__ import annotations
@@ -20,15 +26,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import httpx
 
 from . import _version
-from ._atomic import PartFile, write_atomic
-from ._clock import Clock, SystemClock
-from ._http import (
-    RETRYABLE_STATUSES,
+from .files import Blob, File, FileKind, Saved
+from .ids import ArticleIds
+from .metadata import Related, SourceMetadata
+from .store.answers import CachedResponse, NotInCache, Recalled, ResponseStore
+from .store.atomic import DigestSink, PartFile, write_atomic
+from .store.memo import AnswerMemo
+from .store.primed import PrimedAnswers, is_deterministic, request_key
+from .store.quota import QuotaLedger
+from .store.records import keep_record, recall_record
+from .store.replay import Replayed, entry_of
+from .wire.clock import Clock, SystemClock
+from .wire.http import (
     Rate,
     RetryPolicy,
     UpstreamUnavailable,
@@ -36,79 +49,36 @@ from ._http import (
     install_log_redaction,
     is_secret_header,
     is_secret_param,
-    redact_text,
     redact_url,
-    url_with_query,
 )
-from ._limiter import (
-    HostLimit,
-    HostLimiter,
-    HostParked,
-    Lessons,
-    LimiterFactory,
-    LimiterState,
-    is_pace_signal,
-    plan_for,
-)
-from ._memo import AnswerMemo
-from ._netguard import PrivateNetworkRefused, allow_private_network_default
-from ._quota import QuotaDeferred, QuotaLedger
-from ._store import CachedResponse, NotInCache, Recalled, ResponseStore
-from ._transfer import (
+from .wire.limiter import HostLimit, HostLimiter, Lessons, LimiterFactory, LimiterState
+from .wire.netguard import allow_private_network_default
+from .wire.sender import Sender
+from .wire.transfer import (
     DEADLINE_PER_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_JSON_BYTES,
     DEFAULT_MAX_JSON_DEPTH,
-    BodyTooLarge,
     Bounds,
-    DeadlineExceeded,
     Downloaded,
-    EncodingRefused,
     HeadCheck,
-    RedirectRefused,
     UnexpectedPayload,
-    UnsafePayload,
     check_payload,
-    send_bounded,
     stream_bounded,
 )
-from .files import Blob, File, FileKind, Saved
-from .ids import ArticleIds
-from .metadata import Related, SourceMetadata
 
 if TYPE_CHECKING:
     from .operations.types import Fetcher, FileSource, Resolver
 
-__all__ = ["CachedResponse", "NotInCache", "ResponseStore", "Session"]
+__all__ = ["CachedResponse", "NotInCache", "ResponseStore", "Session", "request_key"]
 
 log = get_logger("litfetch_df.session")
-
-
-def is_deterministic(status_code: int) -> bool:
-    """Return whether a response with this status may be cached (2xx, 3xx, 4xx but 429)."""
-    return status_code < 500 and status_code != 429
 
 
 def default_user_agent(contact: str | None) -> str:
     """Return ``litfetch_df/<version>``, plus `` (mailto:<contact>)`` when a contact is set."""
     base = f"litfetch_df/{_version.__version__}"
     return f"{base} (mailto:{contact})" if contact else base
-
-
-@dataclass(frozen=True, slots=True)
-class _Primed:
-    """A request answered from memory: a synthesized response, or a failure reason."""
-
-    response: CachedResponse | None
-    failure: str | None
-    # The request as primed; its redacted URL is written only if a caller asks for it.
-    url: str = ""
-    # As pairs, not a dict: a table primes tens of thousands of these.
-    params: tuple[tuple[str, str | int], ...] = ()
-
-    def shown_url(self) -> str:
-        """The primed request's URL with its query, credentials redacted."""
-        return redact_text(url_with_query(self.url, dict(self.params)))
 
 
 @dataclass
@@ -129,21 +99,16 @@ class _Shared:
     owns_client: bool = False
     owns_store: bool = False
     clock: Clock = field(default_factory=SystemClock)
-    host_limits: Mapping[str, HostLimit] = field(default_factory=dict)
-    limiters: dict[str, HostLimiter] = field(default_factory=dict)
-    limiter_factory: LimiterFactory = HostLimiter
-    # What earlier sessions on the same table learned of each host (see Lessons).
-    lessons: Mapping[str, Lessons] = field(default_factory=dict)
-    requests_sent: int = 0
-    requests_by_host: dict[str, int] = field(default_factory=dict)
     # Answers a table-level caller derived from bulk lookups, by request key (see prime()).
-    primed: dict[str, _Primed] = field(default_factory=dict)
-    # What one attempt may cost and where its redirects may go (see litfetch_df._transfer).
+    primed: PrimedAnswers = field(default_factory=PrimedAnswers)
+    # What one attempt may cost and where its redirects may go (see litfetch_df.wire.transfer).
     bounds: Bounds = field(default_factory=Bounds)
-    # Small JSON answers the scopes got, shared by later scopes (_memo.py); None: off.
+    # Small JSON answers the scopes got, shared by later scopes (store/memo.py); None: off.
     memo: AnswerMemo | None = None
     # What each metered host has left today (or this week), kept beside the cache.
     quota: QuotaLedger | None = None
+    # The network: host limiters, retries, request counts (set by Session.__init__).
+    sender: Sender | None = None
 
 
 class _Default:
@@ -151,10 +116,6 @@ class _Default:
 
 
 _DEFAULT = _Default()
-
-
-def _norm_params(params: Mapping[str, str | int] | None) -> list[tuple[str, str]]:
-    return sorted((str(k), str(v)) for k, v in (params or {}).items())
 
 
 def _secrets_of(
@@ -165,51 +126,6 @@ def _secrets_of(
     return found
 
 
-def request_key(
-    method: str,
-    url: str,
-    params: Mapping[str, str | int] | None,
-    headers: Mapping[str, str] | None,
-    follow_redirects: bool,
-    body: bytes | None,
-) -> str:
-    """Return the cache key of a request: a SHA-256 over its every part.
-
-    Hashing keeps credentials (which are part of the request) out of any stored key.
-    """
-    material = jsonlib.dumps(
-        [
-            method.upper(),
-            url,
-            _norm_params(params),
-            sorted((k.lower(), v) for k, v in (headers or {}).items()),
-            bool(follow_redirects),
-            hashlib.sha256(body).hexdigest() if body else None,
-        ],
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(material.encode()).hexdigest()
-
-
-RECORD_FORMAT = 1
-"""Version of the per-id record entries (see :func:`record_key`); part of every record key,
-so a change of their encoding makes older entries misses instead of misreadings."""
-
-# A per-id record's stored "URL": what it is, never which id or credential.
-_RECORD_URL = "litfetch-record:"
-
-
-def record_key(kind: str, key: str) -> str:
-    """Return the cache key of a bulk lookup's per-id answer: a SHA-256 over its parts.
-
-    ``kind`` names the lookup (service and what shapes its answer), ``key`` the
-    id in the lookup's comparison form. The material differs in shape from
-    :func:`request_key`'s, so a record key never equals a request key.
-    """
-    material = jsonlib.dumps(["litfetch_df record", RECORD_FORMAT, kind, key])
-    return hashlib.sha256(material.encode()).hexdigest()
-
-
 class Session:
     """An async context manager owning the HTTP client and per-host pacing.
 
@@ -217,7 +133,7 @@ class Session:
     CA certificates); the default one sends a ``litfetch_df`` User-Agent with
     the ``contact`` mailto. ``retry`` governs :meth:`get`. ``cache`` is an
     optional persistent response store (a path or a
-    :class:`~litfetch_df.cache.ResponseCache`); ``offline=True`` answers only
+    :class:`~litfetch_df.store.cache.ResponseCache`); ``offline=True`` answers only
     from it; ``refresh=True`` ignores stored entries but still records new ones.
 
     Every host is paced by a limiter that learns its limit (ADR 0007);
@@ -225,7 +141,7 @@ class Session:
     (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
     never pass. ``clock`` replaces the real clock (tests pass a virtual one).
     ``limiter_factory`` builds each host's limiter (default
-    :class:`~litfetch_df._limiter.HostLimiter`); ``litfetch_df.dask`` passes
+    :class:`~litfetch_df.wire.limiter.HostLimiter`); ``litfetch_df.dask`` passes
     one whose hosts share a politeness budget across a cluster (ADR 0013).
 
     Every attempt is bounded: ``deadline`` seconds for the whole of it, body
@@ -245,7 +161,7 @@ class Session:
     ``LITFETCH_DF_ALLOW_PRIVATE_NETWORK`` environment variable (off when
     unset). See docs/adr/0019-private-networks.md.
 
-    With a ``memo`` (an :class:`~litfetch_df._memo.AnswerMemo`; see
+    With a ``memo`` (an :class:`~litfetch_df.store.memo.AnswerMemo`; see
     :meth:`keep_answers`), a scope keeps the small JSON answers (200 or 404)
     it gets to a GET there, and later scopes are served from it, so a record
     several steps read is asked for once in the session's life; sessions given
@@ -305,15 +221,20 @@ class Session:
             refresh=refresh,
             owns_store=store is not None and store is not cache,
             clock=clock if clock is not None else SystemClock(),
-            host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
-            limiter_factory=limiter_factory if limiter_factory is not None else HostLimiter,
             bounds=bounds,
             memo=memo,
-            lessons=dict(lessons or {}),
         )
-        clock_used = self._shared.clock
-        self._shared.quota = QuotaLedger(
-            _ledger_directory(store), now=clock_used.wall, quotas=quotas
+        shared = self._shared
+        shared.quota = QuotaLedger(_ledger_directory(store), now=shared.clock.wall, quotas=quotas)
+        shared.sender = Sender(
+            client=lambda: self.client,
+            retry=shared.retry,
+            clock=shared.clock,
+            bounds=bounds,
+            host_limits={h.lower(): v for h, v in (host_limits or {}).items()},
+            limiter_factory=limiter_factory if limiter_factory is not None else HostLimiter,
+            lessons=dict(lessons or {}),
+            budget=shared.quota,
         )
         self._parent: Session | None = None
         self._cache: dict[str, asyncio.Future[httpx.Response]] | None = None
@@ -435,12 +356,12 @@ class Session:
     @property
     def requests_sent(self) -> int:
         """How many requests (attempts included) went to the network through this session."""
-        return self._shared.requests_sent
+        return self._sender.requests_sent
 
     @property
     def requests_by_host(self) -> dict[str, int]:
         """Network requests per host so far (a copy)."""
-        return dict(self._shared.requests_by_host)
+        return dict(self._sender.requests_by_host)
 
     @property
     def quota(self) -> QuotaLedger | None:
@@ -451,7 +372,7 @@ class Session:
     def limits(self) -> dict[str, LimiterState]:
         """How each host asked so far is paced right now: rate, ceiling, in-flight cap,
         requests, throttled answers, and whether it is paused or parked (snapshots)."""
-        return {host: limiter.state() for host, limiter in self._shared.limiters.items()}
+        return {host: limiter.state() for host, limiter in self._sender.limiters.items()}
 
     def lessons(self) -> dict[str, Lessons]:
         """What each host's limiter has learned so far, for a later session to start from.
@@ -460,7 +381,13 @@ class Session:
         start at the pace, in-flight cap and ceilings these reached, instead of
         learning the hosts' limits again. The ``.lit`` calls on one table do this.
         """
-        return {host: limiter.lessons() for host, limiter in self._shared.limiters.items()}
+        return {host: limiter.lessons() for host, limiter in self._sender.limiters.items()}
+
+    @property
+    def _sender(self) -> Sender:
+        sender = self._shared.sender
+        assert sender is not None  # set by __init__
+        return sender
 
     @property
     def store(self) -> ResponseStore | None:
@@ -495,20 +422,16 @@ class Session:
         cache holds an answer). Primed answers never reach the persistent cache
         and cost no pacing. Returns the request key, for :meth:`unprime`.
         """
-        if (response is None) == (failure is None):
-            raise ValueError("prime() takes exactly one of response= or failure=")
-        if response is not None and not is_deterministic(response.status_code):
-            raise ValueError(
-                f"a primed response must be deterministic, not HTTP {response.status_code}; "
-                "prime a failure= instead"
-            )
-        key = request_key(method, url, params, headers, follow_redirects, body)
-        if response is not None:
-            self._shared.primed[key] = _Primed(response, None, url, tuple((params or {}).items()))
-        else:
-            reason = " ".join(str(failure).split()) or "no answer"
-            self._shared.primed[key] = _Primed(None, reason)
-        return key
+        return self._shared.primed.prime(
+            method,
+            url,
+            params=params,
+            headers=headers,
+            follow_redirects=follow_redirects,
+            body=body,
+            response=response,
+            failure=failure,
+        )
 
     def is_primed(self, key: str) -> bool:
         """Whether a request keyed ``key`` (:meth:`prime`'s return) is primed, answer or failure."""
@@ -516,9 +439,7 @@ class Session:
 
     def unprime(self, keys: Iterable[str]) -> None:
         """Forget the primed answers under ``keys`` (as returned by :meth:`prime`)."""
-        primed = self._shared.primed
-        for key in keys:
-            primed.pop(key, None)
+        self._shared.primed.forget(keys)
 
     async def held(
         self,
@@ -534,7 +455,7 @@ class Session:
         cache's entry (unless the session refreshes). Nothing is sent or
         paced, so a caller that must cost no request can read what a bulk
         lookup or an earlier run already fetched
-        (:class:`~litfetch_df._store.HeldAnswers`). Only a request primed as
+        (:class:`~litfetch_df.store.answers.HeldAnswers`). Only a request primed as
         a failure, with nothing else holding its answer, is recorded in
         :attr:`failures`: the lookup that would have answered it was given up,
         so what the caller reads is incomplete, not "nothing known".
@@ -591,16 +512,7 @@ class Session:
         shared = self._shared
         if shared.store is None or shared.refresh:
             return None
-        entry = shared.store.load(record_key(kind, key))
-        if entry is None or not entry.url.startswith(_RECORD_URL):
-            return None
-        try:
-            body = jsonlib.loads(entry.content)
-        except ValueError:
-            return None
-        if not isinstance(body, dict) or "record" not in body:
-            return None
-        return Recalled(body["record"])
+        return recall_record(shared.store, kind, key)
 
     def keep_record(self, kind: str, key: str, value: Any, *, secrets: Sequence[str] = ()) -> None:
         """Store what a bulk lookup's service said about one id (``None``: no such id).
@@ -611,31 +523,8 @@ class Session:
         A failure to store is logged, never raised.
         """
         store = self._shared.store
-        if store is None:
-            return
-        try:
-            text = jsonlib.dumps({"record": value}, separators=(",", ":"), ensure_ascii=False)
-        except (TypeError, ValueError):
-            log.warning("not caching a per-id answer that is not JSON")
-            return
-        if any(
-            form in text
-            for secret in secrets
-            if secret
-            for form in (secret, quote(secret, safe=""))
-        ):
-            log.debug("not caching a per-id answer that echoes a credential")
-            return
-        entry = CachedResponse(
-            status_code=200,
-            headers=(("content-type", "application/json"),),
-            content=text.encode(),
-            url=_RECORD_URL + kind,
-        )
-        try:
-            store.save(record_key(kind, key), entry, secrets=[s for s in secrets if s])
-        except Exception as exc:  # a cache must never fail the lookup it serves
-            log.warning("could not store a per-id answer in the cache: %s", type(exc).__name__)
+        if store is not None:
+            keep_record(store, kind, key, value, secrets=secrets)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -739,27 +628,20 @@ class Session:
         if primed is not None and primed.response is not None:
             if memo is not None and memo.load(key) is None:
                 memo.offer(key, replace(primed.response, url=primed.shown_url()))
-            return _Replayed(primed.response, method, primed.shown_url)
+            return Replayed(primed.response, method, primed.shown_url)
         if memo is not None:
             kept = memo.load(key)
             if kept is not None:
-                return _Replayed(kept, method)
+                return Replayed(kept, method)
         entry = self._stored(key, method, url, params)
         if entry is not None:
-            return _Replayed(entry, method)
+            return Replayed(entry, method)
         store = shared.store
-        response = await self._send_with_retries(method, url, params, headers, rate, follow, body)
+        response = await self._sender.send(
+            method, url, params, headers, rate, follow, body, note=self._note_failure
+        )
         if _cacheable(response.status_code, rate) and (store is not None or memo is not None):
-            entry = CachedResponse(
-                status_code=response.status_code,
-                headers=tuple(
-                    (k, v)
-                    for k, v in response.headers.items()
-                    if not is_secret_header(k) and k.lower() not in _HOP_HEADERS
-                ),
-                content=response.content,
-                url=redact_url(response.url),
-            )
+            entry = entry_of(response)
             if memo is not None:
                 memo.offer(key, entry)
             if store is not None:
@@ -789,7 +671,7 @@ class Session:
         refusal, a cap passed, every retry spent, a non-200) leaves neither
         ``path`` changed nor a ``.part`` file behind.
 
-        Returns :class:`~litfetch_df._transfer.Downloaded`: the final status
+        Returns :class:`~litfetch_df.wire.transfer.Downloaded`: the final status
         and, after a 200, the path, size and SHA-256 of what was written.
         Raises like :meth:`get` (:class:`UpstreamUnavailable` after every
         retry, :class:`NotInCache` offline), and whatever ``head_check`` raises.
@@ -804,7 +686,7 @@ class Session:
         stored = self._stored(key, "GET", url, None)
         if stored is not None:
             return await self._write_stored(stored, target, head_check)
-        sink: _DigestSink | None = None
+        sink: DigestSink | None = None
 
         def attempt(client: httpx.AsyncClient) -> Awaitable[httpx.Response]:
             assert sink is not None
@@ -821,9 +703,17 @@ class Session:
             )
 
         with PartFile(target) as part:
-            sink = _DigestSink(part)
-            response = await self._send_with_retries(
-                "GET", url, None, None, rate, follow_redirects, None, send=attempt
+            sink = DigestSink(part)
+            response = await self._sender.send(
+                "GET",
+                url,
+                None,
+                None,
+                rate,
+                follow_redirects,
+                None,
+                note=self._note_failure,
+                send=attempt,
             )
             status = response.status_code
             if status != 200:
@@ -870,7 +760,7 @@ class Session:
         """Write a stored answer out as :meth:`download_to` would have (it is in memory already)."""
         if entry.status_code != 200:
             return Downloaded(entry.status_code)
-        replayed = _Replayed(entry, "GET")
+        replayed = Replayed(entry, "GET")
         try:
             check_payload(replayed, download=True)
         except UnexpectedPayload:
@@ -882,159 +772,6 @@ class Session:
         await asyncio.to_thread(write_atomic, target, entry.content)
         digest = hashlib.sha256(entry.content).hexdigest()
         return Downloaded(200, target, len(entry.content), digest)
-
-    def _limiter(self, host: str, rate: Rate) -> HostLimiter:
-        shared = self._shared
-        limiter = shared.limiters.get(host)
-        if limiter is None:
-            plan = plan_for(host, rate, shared.host_limits.get(host.lower()))
-            limiter = shared.limiter_factory(host, plan, shared.clock, shared.retry)
-            learned = shared.lessons.get(host)
-            if learned is not None:
-                limiter.resume(learned)
-            shared.limiters[host] = limiter
-        return limiter
-
-    async def _send_with_retries(
-        self,
-        method: str,
-        url: str,
-        params: Mapping[str, str | int] | None,
-        headers: Mapping[str, str] | None,
-        rate: Rate,
-        follow: bool,
-        body: bytes | None,
-        send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]] | None = None,
-    ) -> httpx.Response:
-        shared = self._shared
-        client = self.client
-        policy = shared.retry
-        host = httpx.URL(url).host
-        limiter = self._limiter(host, rate)
-        shown = redact_url(httpx.URL(url, params=params or {}))
-        was_throttled = False
-        for attempt in range(policy.max_attempts):
-            last = attempt + 1 == policy.max_attempts
-            # Set instead of raised inside ``except``: the transport's exception (whose
-            # request holds the unredacted URL) must not ride along as __context__.
-            given_up: str | None = None
-            response: httpx.Response | None = None
-            if shared.quota is not None:
-                try:
-                    shared.quota.reserve(host, httpx.URL(url).path, params)
-                except QuotaDeferred as spent:
-                    # Not sent: the budget is spent until its reset, whatever the pace.
-                    self._note_failure(f"deferred: {spent}")
-                    raise QuotaDeferred(f"{spent}: {method} {shown}") from None
-            try:
-                ticket = await limiter.acquire()
-            except HostParked as parked:
-                _release(shared.quota, host, url, params)
-                reason = _reason(parked, host)
-                self._note_failure(reason)
-                raise HostParked(f"{reason}: {method} {shown}") from None
-            except BaseException:
-                # Cancelled (an interrupt, a deadline of the caller's) before sending.
-                _release(shared.quota, host, url, params)
-                raise
-            try:
-                shared.requests_sent += 1
-                shared.requests_by_host[host] = shared.requests_by_host.get(host, 0) + 1
-                log.debug("%s %s (attempt %d)", method, shown, attempt + 1)
-                if send is not None:
-                    response = await send(client)
-                else:
-                    response = await send_bounded(
-                        client,
-                        method,
-                        url,
-                        params=params,
-                        headers=headers,
-                        content=body,
-                        follow_redirects=follow,
-                        bounds=shared.bounds,
-                        clock=shared.clock,
-                    )
-            except httpx.TransportError as exc:
-                if last:
-                    # The bounds' own messages say what was wrong and name the host.
-                    ours = isinstance(exc, DeadlineExceeded | UnexpectedPayload) and bool(str(exc))
-                    what = (
-                        f"{type(exc).__name__}: {exc}"
-                        if ours
-                        else f"{type(exc).__name__} from {host}"
-                    )
-                    given_up = f"{what} after {policy.max_attempts} attempts"
-                else:
-                    log.info("%s on %s %s; retrying", type(exc).__name__, method, shown)
-            except (
-                BodyTooLarge,
-                RedirectRefused,
-                EncodingRefused,
-                PrivateNetworkRefused,
-                UnsafePayload,
-            ) as exc:
-                # Their messages say why and never hold a URL or a key.
-                given_up = f"{type(exc).__name__}: {_reason(exc, host)}"
-            except httpx.RequestError as exc:
-                given_up = f"{type(exc).__name__} from {host}"
-            except BaseException:
-                # Cancelled mid-send, or anything else no answer came from: the call held
-                # for it goes back, or a notebook's later cells would find the budget short.
-                _release(shared.quota, host, url, params)
-                raise
-            finally:
-                limiter.release(ticket)
-            if given_up is not None:
-                _release(shared.quota, host, url, params)
-                self._note_failure(given_up)
-                raise UpstreamUnavailable(f"{given_up}: {method} {shown}")
-            if response is None:
-                _release(shared.quota, host, url, params)
-                await shared.clock.sleep(policy.backoff(attempt))
-                continue
-            status = response.status_code
-            if shared.quota is not None and shared.quota.observe(
-                host, httpx.URL(url).path, params, status, response.headers, _head(response)
-            ):
-                # A spent budget is no throttle: the host's pace stays as it was learned.
-                await response.aclose()
-                reason = shared.quota.reason_for(host, httpx.URL(url).path, params)
-                self._note_failure(f"deferred: {reason}")
-                raise QuotaDeferred(f"{reason}: {method} {shown}")
-            # Only a pace signal slows the host; a 5xx without Retry-After is a fault, retried
-            # with a back-off below (ADR 0007).
-            throttled = is_pace_signal(host, status, response.headers, rate.transient_statuses)
-            parked_reason = limiter.observe(
-                ticket, status, response.headers, throttled=throttled, retry=was_throttled
-            )
-            was_throttled = was_throttled or throttled
-            if parked_reason is not None and throttled:
-                # The host asked for longer than the budget: obey it, and let the row say so.
-                parked_reason = parked_reason.strip() or f"{host} is parked"
-                await response.aclose()
-                self._note_failure(parked_reason)
-                log.warning("%s; its requests are given up until then", parked_reason)
-                raise HostParked(f"{parked_reason}: {method} {shown}")
-            if status not in RETRYABLE_STATUSES and status not in rate.transient_statuses:
-                return response
-            if last:
-                self._note_failure(
-                    f"HTTP {status} from {host} after {policy.max_attempts} attempts"
-                )
-                log.warning(
-                    "HTTP %d from %s %s after %d attempts", status, method, shown, attempt + 1
-                )
-                return response
-            await response.aclose()
-            if throttled:
-                # The limiter holds the whole host; the next acquire() waits the pause out.
-                log.info("HTTP %d on %s %s; host paused, retrying after", status, method, shown)
-                continue
-            delay = policy.backoff(attempt)
-            log.info("HTTP %d on %s %s; retrying in %.2fs", status, method, shown, delay)
-            await shared.clock.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _note_failure(self, reason: str) -> None:
         # A row's error cell shows this text: never let it be blank.
@@ -1127,83 +864,8 @@ class Session:
         return await relations.related_ids(self, article_ids)
 
 
-def _release(
-    ledger: QuotaLedger | None, host: str, url: str, params: Mapping[str, str | int] | None
-) -> None:
-    """Give back the quota call held for a request that got no answer."""
-    if ledger is not None:
-        ledger.release(host, httpx.URL(url).path, params)
-
-
-def _reason(exc: BaseException, host: str) -> str:
-    """Return why ``exc`` gave a request up: its message, or its type and the host when blank."""
-    text = " ".join(str(exc).split())
-    return text or f"{type(exc).__name__} from {host}"
-
-
 # How many failure reasons a session (not a scope) keeps; see Session.failures.
 _SESSION_FAILURES_KEPT = 50
-
-# The stored content is already decoded, so its transfer framing must not be replayed.
-_HOP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})
-
-
-class _Replayed(httpx.Response):
-    """A response served from memory or the cache; its request is built only if asked for.
-
-    Parsing the stored URL into an ``httpx.Request`` is most of the cost of a
-    replayed answer, and the bundled sources never look at it.
-    """
-
-    def __init__(
-        self, entry: CachedResponse, method: str, url: Callable[[], str] | None = None
-    ) -> None:
-        # Given as a stream, then marked read: the content is already whole and decoded,
-        # so running it through httpx's decoders (what content= does) is wasted work.
-        super().__init__(
-            status_code=entry.status_code,
-            headers=list(entry.headers),
-            stream=httpx.ByteStream(entry.content),
-        )
-        self._content = entry.content
-        self.is_stream_consumed = True
-        self.is_closed = True
-        self._replayed_from: tuple[str, str | Callable[[], str]] = (
-            method,
-            entry.url if url is None else url,
-        )
-
-    @property  # type: ignore[override]
-    def request(self) -> httpx.Request:
-        if self._request is None:
-            method, url = self._replayed_from
-            self._request = httpx.Request(method, url if isinstance(url, str) else url())
-        return self._request
-
-    @request.setter
-    def request(self, value: httpx.Request) -> None:
-        self._request = value
-
-
-class _DigestSink:
-    """Where a download goes: a ``.part`` file, its bytes counted and hashed on the way."""
-
-    def __init__(self, part: PartFile) -> None:
-        self._part = part
-        self.size = 0
-        self.digest = hashlib.sha256()
-
-    def rewind(self) -> None:
-        self._part.rewind()
-        self.size = 0
-        self.digest = hashlib.sha256()
-
-    def write(self, data: bytes, /) -> None:
-        # A plain write: it lands in the page cache in microseconds, far below a handoff
-        # to a thread per chunk.
-        self._part.fh.write(data)
-        self.size += len(data)
-        self.digest.update(data)
 
 
 def _cacheable(status_code: int, rate: Rate) -> bool:
@@ -1216,19 +878,11 @@ def _ledger_directory(store: ResponseStore | None) -> Path | None:
     return Path(path).parent if isinstance(path, str | Path) else None
 
 
-def _head(response: httpx.Response) -> bytes:
-    """The first bytes of an answer already read (a quota 429 says why in its body)."""
-    try:
-        return response.content[:2048]
-    except httpx.ResponseNotRead:
-        return b""
-
-
 def _open_store(cache: Any, ttl: float | None) -> ResponseStore | None:
     if cache is None or cache is False:
         return None
     if hasattr(cache, "load") and hasattr(cache, "save"):
         return cache  # type: ignore[no-any-return]
-    from .cache import open_cache
+    from .store.cache import open_cache
 
     return open_cache(cache, ttl=ttl)

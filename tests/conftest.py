@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from litfetch_df import RetryPolicy, Session
-from litfetch_df._netguard import ALLOW_PRIVATE_NETWORK_ENV
+from litfetch_df.wire.netguard import ALLOW_PRIVATE_NETWORK_ENV
 from tests.fake_upstream import FakeUpstream
 
 DATA = Path(__file__).parent / "data"
@@ -119,7 +119,7 @@ def _unknown_hosts_unpaced(request: pytest.FixtureRequest, monkeypatch: pytest.M
     """
     if request.node.get_closest_marker("real_limits") is not None:
         return
-    from litfetch_df import _limiter
+    from litfetch_df.wire import limiter as _limiter
 
     monkeypatch.setattr(_limiter, "UNLISTED_RATE", float("inf"))
     monkeypatch.setattr(_limiter, "UNLISTED_IN_FLIGHT", 0)

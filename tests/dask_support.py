@@ -31,7 +31,7 @@ def session_factory(port: int, host_limits: Mapping[str, HostLimit] | None = Non
 
 def unpace_unknown_hosts() -> None:
     """What the tests' autouse fixture does, in a worker process: unknown hosts unpaced."""
-    from litfetch_df import _limiter
+    from litfetch_df.wire import limiter as _limiter
 
     _limiter.UNLISTED_RATE = float("inf")
     _limiter.UNLISTED_IN_FLIGHT = 0

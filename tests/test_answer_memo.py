@@ -1,6 +1,6 @@
 """Chained calls on one table share the small answers they fetched (issue 13, item 3).
 
-:class:`~litfetch_df._memo.AnswerMemo` keeps deterministic JSON answers of a
+:class:`~litfetch_df.store.memo.AnswerMemo` keeps deterministic JSON answers of a
 session's scopes within a byte budget; a chained call on a frame made by an
 earlier call shares that call's memo (``df.attrs``), whether the session is
 the caller's or one the calls open for themselves, so an Unpaywall record
@@ -19,10 +19,10 @@ import litfetch_df  # noqa: F401  (registers the .lit accessor)
 from benchmarks.client import CREDENTIALS, WORLD_KEYS
 from benchmarks.corpus import Corpus, generate
 from litfetch_df import Session
-from litfetch_df._memo import AnswerMemo
-from litfetch_df._store import CachedResponse
-from litfetch_df.frame import context
-from litfetch_df.frame.pipeline import is_abandoned
+from litfetch_df.frame.engine import context
+from litfetch_df.frame.engine.pipeline import is_abandoned
+from litfetch_df.store.answers import CachedResponse
+from litfetch_df.store.memo import AnswerMemo
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeResponse, FakeUpstream
 from tests.fakes.world import HOST_CROSSREF, HOST_OPENALEX, HOST_UNPAYWALL, World

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from litfetch_df import ArticleIds, Session
-from litfetch_df.frame import onepass, pipeline
+from litfetch_df.frame.engine import onepass, pipeline
 from litfetch_df.sources.europe_pmc_search import EuropePmcHolding, holdings
 from tests.conftest import FAST_RETRY, mock_session
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream

@@ -23,7 +23,6 @@ import pytest
 
 import litfetch_df  # noqa: F401  (registers .lit)
 from litfetch_df import ResponseCache, Session
-from litfetch_df._store import Recalled
 from litfetch_df.sources.bulk_recipe import (
     BulkKey,
     IdRecords,
@@ -31,6 +30,7 @@ from litfetch_df.sources.bulk_recipe import (
     bulk_lookup,
     json_object_record,
 )
+from litfetch_df.store.answers import Recalled
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream
 from tests.fakes.world import (
@@ -235,7 +235,7 @@ async def test_an_abandoned_batch_keeps_nothing_and_is_asked_again(
 
 
 class Memo:
-    """An in-memory :class:`~litfetch_df._store.RecordMemo`."""
+    """An in-memory :class:`~litfetch_df.store.answers.RecordMemo`."""
 
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str], Any] = {}

@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from litfetch_df import NotInCache, Session, UpstreamUnavailable
-from litfetch_df.cache import DEFAULT_TTL, CacheInfo, ResponseCache, open_cache
 from litfetch_df.session import CachedResponse
+from litfetch_df.store.cache import DEFAULT_TTL, CacheInfo, ResponseCache, open_cache
 from tests.conftest import data_bytes, data_json, mock_session
 
 EPMC = "https://www.ebi.ac.uk/europepmc/webservices/rest/PMC7000001/fullTextXML"

@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 from litfetch_df import Session
-from litfetch_df._http import can_post, offers
-from litfetch_df._store import can_hold, keeps_records
-from litfetch_df._transfer import can_download
 from litfetch_df.operations.tried import Watched
+from litfetch_df.store.answers import can_hold, keeps_records
+from litfetch_df.wire.http import can_post, offers
+from litfetch_df.wire.transfer import can_download
 
 
 class _GetOnly:

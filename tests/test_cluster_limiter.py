@@ -17,8 +17,6 @@ import pytest
 pytest.importorskip("dask")  # litfetch_df.dask is the optional [dask] extra
 
 from litfetch_df import HostLimit, HostParked, RetryPolicy, Session
-from litfetch_df._http import Rate
-from litfetch_df._limiter import HostLimiter, Plan, plan_for
 from litfetch_df.dask.cluster import cluster_limiter
 from litfetch_df.dask.limiter import (
     ClusterHostLimiter,
@@ -26,6 +24,8 @@ from litfetch_df.dask.limiter import (
     LocalLink,
     limiter_factory,
 )
+from litfetch_df.wire.http import Rate
+from litfetch_df.wire.limiter import HostLimiter, Plan, plan_for
 from tests.fake_upstream import FakeResponse, FakeUpstream
 from tests.virtual_clock import VirtualClock
 

@@ -9,8 +9,8 @@ import pandas as pd
 
 import litfetch_df  # noqa: F401  (registers df.lit)
 from litfetch_df import Session
-from litfetch_df._quota import QuotaLedger
-from litfetch_df.frame.cost import GAINS_DOI, plan_costs
+from litfetch_df.frame.engine.cost import GAINS_DOI, plan_costs
+from litfetch_df.store.quota import QuotaLedger
 from tests.virtual_clock import EPOCH
 
 
@@ -88,7 +88,7 @@ def test_a_spent_unpaywall_day_shows_as_deferred_rows() -> None:
 
 
 def test_a_host_is_planned_no_more_requests_than_its_quota_has_left() -> None:
-    from litfetch_df.frame.spent import planned_by_host
+    from litfetch_df.frame.engine.spent import planned_by_host
 
     ledger = QuotaLedger(None, now=lambda: EPOCH, quotas={("api.unpaywall.org", "single"): 10})
     plan = plan_costs(_frame(1_000), ["licences"], ledger=ledger)

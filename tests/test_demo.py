@@ -21,10 +21,10 @@ import pytest
 
 import litfetch_df.demo as demo
 from litfetch_df import ArticleIds, Blob, Related, RelationType
-from litfetch_df._xml import local_name, parse_xml
 from litfetch_df.demo_world import DemoWorld, demo_articles, demo_world
 from litfetch_df.frame.accessor import LitFrameAccessor
-from litfetch_df.frame.options import ENV_CREDENTIALS
+from litfetch_df.frame.engine.options import ENV_CREDENTIALS
+from litfetch_df.safexml.parse import local_name, parse_xml
 from tests.conftest import data_bytes, data_json
 
 JATS = {

@@ -9,7 +9,7 @@ Rules for writers of docs (also in docs/index.md):
   user's own files: it is only compiled, never run.
 - In a ```bash / ```console / ```sh block, every line that starts with
   ``litfetch-df`` (optionally after ``$ ``) is run through
-  :func:`litfetch_df.cli.main` in the same working directory and must exit 0,
+  :func:`litfetch_df.cli.app.main` in the same working directory and must exit 0,
   unless the block's first line is ``# doctest: live``. Other commands
   (``make …``, ``pip …``) are shown, not run.
 - Nothing may reach the network: the real HTTP transport is replaced by one
@@ -33,7 +33,7 @@ import httpx
 import pytest
 
 import litfetch_df
-from litfetch_df.frame.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
+from litfetch_df.frame.engine.options import CACHE_ENV, CONTACT_ENV, ENV_CREDENTIALS, OFFLINE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVE_MARK = "# doctest: live"
@@ -132,7 +132,7 @@ def shell_commands(block: Block) -> list[str]:
 
 def run_shell(block: Block) -> None:
     """Run each ``litfetch-df`` line of a shell block; fail on a non-zero exit code."""
-    from litfetch_df.cli import main
+    from litfetch_df.cli.app import main
 
     for command in shell_commands(block):
         argv = shlex.split(command, comments=True)[1:]

@@ -30,7 +30,7 @@ import litfetch_df  # noqa: F401  (registers the .lit accessor)
 from benchmarks.client import CREDENTIALS, WORLD_KEYS, unfinished
 from benchmarks.corpus import generate
 from litfetch_df import RetryPolicy, Session
-from litfetch_df.frame import onepass
+from litfetch_df.frame.engine import onepass
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.faults import FaultPlan
 from tests.fakes.world import World

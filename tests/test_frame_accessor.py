@@ -12,8 +12,8 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import PDF, Blob, File, FileKind, Session
-from litfetch_df.frame import options as opts
 from litfetch_df.frame.accessor import LitFrameAccessor
+from litfetch_df.frame.engine import options as opts
 from litfetch_df.frame.series_accessor import LitSeriesAccessor
 from tests.conftest import data_json
 from tests.fake_upstream import FakeUpstream, json_response

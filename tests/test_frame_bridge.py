@@ -13,7 +13,7 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import Session
-from litfetch_df.frame.bridge import run_sync
+from litfetch_df.frame.engine.bridge import run_sync
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeUpstream
 from tests.test_frame_pipeline import JATS, EpmcFetcher, SlowFetcher, install, session_for

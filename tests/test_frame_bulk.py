@@ -1,4 +1,4 @@
-"""The frame primes its per-article lookups from bulk requests (litfetch_df.frame.bulk).
+"""The frame primes its per-article lookups from bulk requests (litfetch_df.frame.engine.bulk).
 
 Against the synthetic world of ``tests/fakes/world.py``: request counts of
 ``ceil(distinct / cap)`` per bulk service and no per-article request to it,
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from litfetch_df import ArticleIds, File, FileKind, Http, Session
-from litfetch_df.frame import bulk, pipeline
+from litfetch_df.frame.engine import bulk, pipeline
 from litfetch_df.operations.types import FileSource
 from litfetch_df.sources.crossref import CrossrefFileSource
 from litfetch_df.sources.crossref_batch import CROSSREF_BATCH_CAP

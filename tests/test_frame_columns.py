@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litfetch_df.frame.columns import (
+from litfetch_df.frame.io.columns import (
     IdColumns,
     bundle_key,
     detect_id_columns,

@@ -28,8 +28,8 @@ from litfetch_df import (
     RelationType,
 )
 from litfetch_df.files import format_size, media_label
-from litfetch_df.frame.cells import FileSet, Relations
-from litfetch_df.frame.errors import compact, row_error
+from litfetch_df.frame.engine.errors import compact, row_error
+from litfetch_df.frame.io.cells import FileSet, Relations
 from litfetch_df.frame.view import VIEW_COLUMNS
 
 BODY = File(FileKind.BODY, "pmc_oa_s3", JATS_XML, uri="https://x.example/a.xml")

@@ -23,7 +23,7 @@ import pytest
 import litfetch_df.frame  # registers .lit
 from litfetch_df import ArticleIds, File, FileKind, Related, RelationType
 from litfetch_df.frame.accessor import LitFrameAccessor
-from litfetch_df.frame.pipeline import is_abandoned
+from litfetch_df.frame.engine.pipeline import is_abandoned
 from litfetch_df.frame.series_accessor import LitSeriesAccessor
 from tests.fake_upstream import FakeResponse, FakeUpstream
 from tests.test_frame_accessor import LISTING, STEP_DTYPES

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from litfetch_df import ArticleIds, Blob, File, Http, Session
-from litfetch_df.frame import bulk, engine, pipeline
+from litfetch_df.frame.engine import bulk, pipeline
+from litfetch_df.frame.engine import runner as engine
 from litfetch_df.sources.bulk_recipe import BulkKey, Settled, bulk_stream
 from litfetch_df.sources.crossref import CrossrefFileSource, crossref_work_request
 from tests.conftest import FAST_RETRY
@@ -67,7 +68,7 @@ class Probe:
     ) -> tuple[File, ...]:
         self.started += 1
         assert article_ids.doi is not None
-        # Waits for the Crossref lookup while it runs (see frame/gates.py), then is answered.
+        # Waits for the Crossref lookup while it runs (see frame/engine/gates.py), then is answered.
         await crossref_work_request(article_ids.doi, CONTACT).send(http)
         self.primed.append(self.session.primed_count)
         return ()

@@ -19,9 +19,9 @@ fsspec = pytest.importorskip("fsspec")
 
 import litfetch_df.frame  # noqa: E402  (registers .lit)
 from litfetch_df import Blob, Session  # noqa: E402
-from litfetch_df.frame.outdir import OutDir  # noqa: E402
-from litfetch_df.frame.outputs import open_out  # noqa: E402
-from litfetch_df.frame.urlout import UrlOutDir, is_url  # noqa: E402
+from litfetch_df.frame.io.outdir import OutDir  # noqa: E402
+from litfetch_df.frame.io.outputs import open_out  # noqa: E402
+from litfetch_df.frame.io.urlout import UrlOutDir, is_url  # noqa: E402
 from tests.cli.support import ARTICLES  # noqa: E402
 from tests.conftest import FAST_RETRY  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402

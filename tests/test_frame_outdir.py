@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import ArticleIds, File, FileKind
-from litfetch_df.frame.outdir import (
+from litfetch_df.frame.io.outdir import (
     OutDir,
     extension_for,
     id_stem,

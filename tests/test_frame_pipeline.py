@@ -21,10 +21,10 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import JATS_XML, ArticleIds, Blob, File, FileKind, Http, Rate, Session
-from litfetch_df._http import RETRYABLE_STATUSES, UpstreamUnavailable
-from litfetch_df.frame.pipeline import is_abandoned
-from litfetch_df.frame.progress import Progress
+from litfetch_df.frame.engine.pipeline import is_abandoned
+from litfetch_df.frame.engine.progress import Progress
 from litfetch_df.operations.fileset import bulk_first_file_sources
+from litfetch_df.wire.http import RETRYABLE_STATUSES, UpstreamUnavailable
 from tests.conftest import FAST_RETRY, data_bytes
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream, json_response, xml_response
 

@@ -19,8 +19,8 @@ import pytest
 
 import litfetch_df as lf
 from litfetch_df import demo
-from litfetch_df.frame.context import inherit as _inherit
-from litfetch_df.frame.provenance import ATTRS_KEY, Provenance, from_attrs
+from litfetch_df.frame.engine.context import inherit as _inherit
+from litfetch_df.frame.io.provenance import ATTRS_KEY, Provenance, from_attrs
 from tests.conftest import mock_session
 
 STEPS = ("bodies", "files", "licences", "related")

@@ -26,9 +26,9 @@ import litfetch_df  # noqa: F401  (registers the .lit accessor)
 from benchmarks.client import CREDENTIALS, WORLD_KEYS
 from benchmarks.corpus import Corpus, generate
 from litfetch_df import Session
-from litfetch_df.frame import onepass
-from litfetch_df.frame.outcome import is_partial
-from litfetch_df.frame.pipeline import is_abandoned
+from litfetch_df.frame.engine import onepass
+from litfetch_df.frame.engine.outcome import is_partial
+from litfetch_df.frame.engine.pipeline import is_abandoned
 from litfetch_df.sources.crossref_batch import CROSSREF_BATCH_CAP
 from litfetch_df.sources.semantic_scholar_batch import S2_BATCH_CAP
 from tests.conftest import FAST_RETRY

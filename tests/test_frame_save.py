@@ -22,8 +22,8 @@ import pytest
 
 import litfetch_df
 from litfetch_df import Blob, File, FileKind, Related, Session
-from litfetch_df.frame.cells import FileSet, Relations
-from litfetch_df.frame.parquet import METADATA_KEY
+from litfetch_df.frame.io.cells import FileSet, Relations
+from litfetch_df.frame.io.parquet import METADATA_KEY
 from tests.cli.support import ARTICLES
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeUpstream

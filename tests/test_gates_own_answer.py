@@ -13,11 +13,11 @@ import asyncio
 import httpx
 
 from litfetch_df import Session
-from litfetch_df._store import CachedResponse
-from litfetch_df.frame import bulk
-from litfetch_df.frame.gates import Gates, Slot, UnitHttp
-from litfetch_df.frame.primed_keys import PrimedKeys
+from litfetch_df.frame.engine import bulk
+from litfetch_df.frame.engine.gates import Gates, Slot, UnitHttp
+from litfetch_df.frame.engine.primed_keys import PrimedKeys
 from litfetch_df.ids import ArticleIds
+from litfetch_df.store.answers import CachedResponse
 
 WORKS = "https://api.crossref.org/works/"
 PRIMED = WORKS + "10.1000/primed"

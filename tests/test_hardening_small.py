@@ -15,14 +15,14 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import JATS_XML, ArticleIds, Blob, File, FileKind, Http, Session
-from litfetch_df._atomic import PartFile
-from litfetch_df._xml import XmlError, parse_xml, root_name, safe_root_name
-from litfetch_df.cache import ResponseCache
-from litfetch_df.frame.options import Options
-from litfetch_df.frame.outdir import OutDir, remove_leftovers, write_atomic
+from litfetch_df.frame.engine.options import Options
+from litfetch_df.frame.io.outdir import OutDir, remove_leftovers, write_atomic
 from litfetch_df.ids import parse_bookid, parse_doi, parse_pmid
-from litfetch_df.sources._common import usable_credential
+from litfetch_df.safexml.parse import XmlError, parse_xml, root_name, safe_root_name
+from litfetch_df.sources.common import usable_credential
 from litfetch_df.sources.elsevier import is_full_text
+from litfetch_df.store.atomic import PartFile
+from litfetch_df.store.cache import ResponseCache
 
 assert litfetch_df.frame
 
@@ -274,7 +274,7 @@ def test_a_session_opened_by_one_call_is_never_borrowed_by_another_loop() -> Non
     # check: a second call, on its own loop, reaching the engine while the first holds it.
     import asyncio
 
-    from litfetch_df.frame import pipeline
+    from litfetch_df.frame.engine import pipeline
 
     session = Session()
     first = _Blocking()

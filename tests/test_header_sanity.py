@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from litfetch_df import Rate, RetryPolicy, Session
-from litfetch_df._http import parse_retry_after
+from litfetch_df.wire.http import parse_retry_after
 from tests.virtual_clock import VirtualClock
 
 HOST = "api.openalex.org"

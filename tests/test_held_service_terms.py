@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from litfetch_df import SourceMetadata
-from litfetch_df.frame import bulk
+from litfetch_df.frame.engine import bulk
 from litfetch_df.ids import ArticleIds
 from litfetch_df.operations.service_terms import SERVICE_ORDER, service_terms
 from litfetch_df.sources.europe_pmc_search import SEARCH_URL

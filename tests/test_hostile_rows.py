@@ -21,7 +21,7 @@ import litfetch_df  # noqa: F401  (registers the .lit accessor)
 from benchmarks.client import CREDENTIALS, WORLD_KEYS
 from benchmarks.corpus import generate
 from litfetch_df import ArticleIds, Blob, File, FileKind, Session
-from litfetch_df.frame.outcome import is_abandoned
+from litfetch_df.frame.engine.outcome import is_abandoned
 from litfetch_df.sources.europe_pmc import EuropePmcFetcher
 from tests.conftest import FAST_RETRY, mock_session
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream

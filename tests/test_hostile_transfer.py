@@ -25,9 +25,9 @@ import httpx
 import pytest
 
 from litfetch_df import RetryPolicy, Session
-from litfetch_df._http import UpstreamUnavailable
-from litfetch_df._transfer import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_BYTES
 from litfetch_df.session import NotInCache
+from litfetch_df.wire.http import UpstreamUnavailable
+from litfetch_df.wire.transfer import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_BYTES
 from tests import conftest
 from tests.conftest import FAST_RETRY, mock_session
 from tests.raw_server import RawServer, http_answer

@@ -21,7 +21,7 @@ from litfetch_df import (
     Session,
     UpstreamUnavailable,
 )
-from litfetch_df._http import RETRYABLE_STATUSES, parse_retry_after
+from litfetch_df.wire.http import RETRYABLE_STATUSES, parse_retry_after
 from tests.conftest import FAST_RETRY, data_json, mock_session
 from tests.fake_upstream import FakeResponse, FakeUpstream, json_response
 from tests.virtual_clock import VirtualClock

@@ -37,23 +37,31 @@ PACKAGE_DIR = ROOT / PACKAGE
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 # Lowest first. A module may import its own layer and any layer it lists.
+_BASE = ("values",)
+_WIRE = ("wire", *_BASE)
+_STORE = ("store", *_WIRE)
+_SESSION = ("session", *_STORE)
+_OPERATIONS = ("operations", "sources", *_SESSION)
+_IO = ("frame.io", *_OPERATIONS)
+_ENGINE = ("frame.engine", *_IO)
+_FRAME = ("frame", *_ENGINE)
 LAYERS: dict[str, tuple[str, ...]] = {
     "values": (),
-    "http": ("values",),
-    "session": ("http", "values"),
-    "sources": ("http", "values"),
-    "operations": ("sources", "session", "http", "values"),
-    "frame": ("operations", "sources", "session", "http", "values"),
-    "faces": ("frame", "operations", "sources", "session", "http", "values"),
-    "surface": ("faces", "frame", "operations", "sources", "session", "http", "values"),
+    "wire": _BASE,
+    "store": _WIRE,
+    "session": _STORE,
+    "sources": _STORE,
+    "operations": _OPERATIONS[1:],
+    "frame.io": _OPERATIONS,
+    "frame.engine": _IO,
+    "frame": _ENGINE,
+    "faces": _FRAME,
+    "surface": ("faces", *_FRAME),
 }
 
 PLACED: dict[str, str] = {
     "litfetch_df": "surface",
     "litfetch_df._version": "values",
-    "litfetch_df._xml": "values",
-    "litfetch_df._frontmatter": "values",
-    "litfetch_df._atomic": "values",
     "litfetch_df.ids": "values",
     "litfetch_df.files": "values",
     "litfetch_df.metadata": "values",
@@ -61,32 +69,25 @@ PLACED: dict[str, str] = {
     "litfetch_df.limits": "values",
     "litfetch_df.serde": "values",
     "litfetch_df.text": "values",
-    "litfetch_df._clock": "http",
-    "litfetch_df._http": "http",
-    "litfetch_df._store": "http",
-    "litfetch_df._memo": "http",
-    "litfetch_df._transfer": "http",
-    "litfetch_df._decode": "http",
-    "litfetch_df._netguard": "http",
-    "litfetch_df._limiter": "http",
-    "litfetch_df._rate_headers": "http",
-    "litfetch_df._quota": "http",
+    "litfetch_df.safexml": "values",
+    "litfetch_df.wire": "wire",
+    "litfetch_df.store": "store",
     "litfetch_df.session": "session",
-    "litfetch_df.cache": "session",
     "litfetch_df.demo_world": "session",
     "litfetch_df.sources": "sources",
     "litfetch_df.operations": "operations",
     "litfetch_df.resolvers": "operations",
-    "litfetch_df._oneshot": "operations",
     "litfetch_df.frame": "frame",
+    "litfetch_df.frame.engine": "frame.engine",
+    "litfetch_df.frame.io": "frame.io",
     "litfetch_df.cli": "faces",
-    "litfetch_df.cli_text": "faces",
     "litfetch_df.demo": "faces",
-    "litfetch_df._results": "faces",
     "litfetch_df.dask": "faces",
 }
-"""Modules placed by name; everything under ``sources/``, ``operations/`` and
-``frame/`` takes its package's layer."""
+"""Modules placed by name, the longest name that holds a module first: each folder is one
+layer (``wire/``, ``store/``, ``sources/``, ``operations/``, ``frame/`` and its ``engine/``
+and ``io/``, ``cli/app/``, ``dask/``); the root holds the contract's values, the session and
+the demo."""
 
 UPWARD_ALLOWED: frozenset[tuple[str, str]] = frozenset(
     {
@@ -266,7 +267,7 @@ def test_circles_finds_a_loop_and_passes_a_tree() -> None:
 def test_relative_imports_resolve_to_modules() -> None:
     graph = graph_of(edges())
     # `from ._common import ...` inside sources/, `from . import frame` at the top.
-    assert "litfetch_df.sources._common" in graph["litfetch_df.sources.crossref"]
+    assert "litfetch_df.sources.common" in graph["litfetch_df.sources.crossref"]
     assert "litfetch_df.frame" in graph["litfetch_df"]
     # `from .operations import ladder` names the submodule, not the package.
     assert "litfetch_df.operations.ladder" in graph["litfetch_df.session"]
@@ -332,7 +333,8 @@ def test_only_frame_and_faces_import_table_libraries(library: str) -> None:
     wrong = [
         module
         for module, path in module_names().items()
-        if layer_of(module) not in ("frame", "faces", "surface") and library in _third_party(path)
+        if not layer_of(module).startswith(("frame", "faces", "surface"))
+        and library in _third_party(path)
     ]
     assert not wrong, f"{library} imported below the frame layer by {wrong}"
 
@@ -351,7 +353,7 @@ def test_sources_never_reach_up_or_into_the_session() -> None:
     wrong = [
         f"{e.source} imports {e.target}"
         for e in edges()
-        if layer_of(e.source) == "sources" and layer_of(e.target) in forbidden
+        if layer_of(e.source) == "sources" and layer_of(e.target).startswith(forbidden)
     ]
     assert not wrong, "\n".join(wrong)
 
@@ -366,26 +368,43 @@ def test_architecture_page_names_every_module() -> None:
     assert not missing, f"docs/architecture.md does not describe: {missing}"
 
 
-def test_no_frame_module_imports_another_modules_private_names() -> None:
-    # A step module, the engine and the calls share only public names (issue 13): a
-    # private name used across modules is a contract nobody wrote down.
+def test_no_module_imports_another_modules_private_names() -> None:
+    # What crosses a module's edge is public and written down (issue 28): no import of an
+    # underscore name, and no private (underscore) module but the version's.
     offenders: list[str] = []
-    for path in sorted((ROOT / PACKAGE / "frame").rglob("*.py")):
+    for module, path in module_names().items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module != "__future__":
                 for alias in node.names:
-                    if alias.name.startswith("_"):
-                        offenders.append(f"{path.relative_to(ROOT)}: {alias.name}")
+                    name = alias.name
+                    if name.startswith("_") and not name.startswith("__") and name != "_version":
+                        offenders.append(f"{module}:{node.lineno} imports {name}")
+        leaf = module.rpartition(".")[2]
+        if leaf.startswith("_") and module != "litfetch_df._version":
+            offenders.append(f"{module} is a private module")
     assert offenders == []
 
 
-def test_no_frame_module_is_over_about_500_lines() -> None:
-    sizes = {
-        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
-        for p in (ROOT / PACKAGE / "frame").rglob("*.py")
-    }
-    assert {name: n for name, n in sizes.items() if n > 520} == {}
+def test_the_frame_folder_holds_at_most_15_modules_directly() -> None:
+    direct = sorted(p.name for p in (ROOT / PACKAGE / "frame").glob("*.py"))
+    assert len(direct) <= 15, direct
+
+
+MAX_LINES = 550
+
+
+def test_no_module_runs_past_550_lines_without_saying_why() -> None:
+    # The reason is written where a reader meets the length: the module's docstring says
+    # "over the project's 550" and why.
+    silent = {}
+    for module, path in module_names().items():
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        docstring = ast.get_docstring(ast.parse(text)) or ""
+        if lines > MAX_LINES and "over the project's 550" not in docstring:
+            silent[module] = lines
+    assert silent == {}
 
 
 def test_the_core_package_never_imports_dask() -> None:

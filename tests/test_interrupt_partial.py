@@ -19,9 +19,9 @@ import pytest
 
 import litfetch_df
 from litfetch_df import ArticleIds, Blob, Http, Interrupted
-from litfetch_df.frame.bridge import offer_partial, run_sync
-from litfetch_df.frame.pipeline import is_abandoned
-from litfetch_df.frame.steps import resolve as resolve_step
+from litfetch_df.frame.engine.bridge import offer_partial, run_sync
+from litfetch_df.frame.engine.pipeline import is_abandoned
+from litfetch_df.frame.engine.steps import resolve as resolve_step
 from tests.fake_upstream import FakeUpstream
 from tests.test_frame_pipeline import EpmcFetcher, install, session_for
 

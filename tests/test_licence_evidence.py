@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litfetch_df import ELSEVIER_XML, JATS_XML, Blob, File, FileKind, SourceMetadata
-from litfetch_df._xml import parse_xml
-from litfetch_df.frame.licence_family import licence_family
+from litfetch_df.frame.engine.licence_family import licence_family
 from litfetch_df.operations import licence as licence_module
 from litfetch_df.operations.licence import extract_source_metadata, licence_evidence
 from litfetch_df.operations.licence_evidence import (
@@ -19,6 +18,7 @@ from litfetch_df.operations.licence_evidence import (
     licence_named_in,
     rank_licence_clues,
 )
+from litfetch_df.safexml.parse import parse_xml
 from tests.conftest import data_bytes
 from tests.test_licence import ALI, XLINK, article, artifact, jats
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litfetch_df import JATS_XML, Blob, File, FileKind
-from litfetch_df.frame.licence_family import FAMILIES, licence_family
+from litfetch_df.frame.engine.licence_family import FAMILIES, licence_family
 from tests.conftest import data_bytes
 
 

@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 import litfetch_df  # noqa: F401  (registers .lit)
-from litfetch_df import HostLimit, HostParked, Rate, RetryPolicy, Session, _limiter
+from litfetch_df import HostLimit, HostParked, Rate, RetryPolicy, Session
+from litfetch_df.wire import limiter as _limiter
 from tests.virtual_clock import VirtualClock
 
 pytestmark = pytest.mark.real_limits

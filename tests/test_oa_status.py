@@ -16,7 +16,7 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import Blob, File, FileKind, Session, SourceMetadata
-from litfetch_df.frame.oa_status import OA_STATUSES, normalise_oa_status, service_oa_status
+from litfetch_df.frame.engine.oa_status import OA_STATUSES, normalise_oa_status, service_oa_status
 from tests.conftest import FAST_RETRY, data_json
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream, json_response
 from tests.fakes.world import CC_BY, Article, BodyHome, LicenceStyle, World

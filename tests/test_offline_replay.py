@@ -22,14 +22,15 @@ import pandas as pd
 import pytest
 
 import litfetch_df.demo as demo
-from litfetch_df import ArticleIds, NotInCache, UpstreamUnavailable, cli
-from litfetch_df.cache import ResponseCache
+from litfetch_df import ArticleIds, NotInCache, UpstreamUnavailable
+from litfetch_df.cli import app as cli
 from litfetch_df.demo_world import DemoWorld, demo_articles, world_session
-from litfetch_df.frame.options import ENV_CREDENTIALS, reset_options
+from litfetch_df.frame.engine.options import ENV_CREDENTIALS, reset_options
 from litfetch_df.session import CachedResponse
 from litfetch_df.sources.crossref import fetch_crossref_work
 from litfetch_df.sources.crossref_batch import crossref_batch_records
 from litfetch_df.sources.pmc_oa import PmcOaFetcher
+from litfetch_df.store.cache import ResponseCache
 from tests.conftest import mock_session
 
 DOI = "10.1000/replay.1"

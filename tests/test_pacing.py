@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from litfetch_df import Rate, RetryPolicy, Session, _limiter
+from litfetch_df import Rate, RetryPolicy, Session
+from litfetch_df.wire import limiter as _limiter
 from tests.virtual_clock import VirtualClock
 
 EPMC = "www.ebi.ac.uk"

@@ -23,7 +23,7 @@ import litfetch_df  # noqa: F401  (registers the .lit accessor)
 from benchmarks.client import CREDENTIALS, WORLD_KEYS
 from benchmarks.corpus import Corpus, generate
 from litfetch_df import ArticleIds, File, FileKind, Session
-from litfetch_df.frame.outcome import given_up_in, is_abandoned, is_partial
+from litfetch_df.frame.engine.outcome import given_up_in, is_abandoned, is_partial
 from litfetch_df.operations.fileset import list_files_tried, merge_listings
 from litfetch_df.operations.tried import Answer
 from tests.conftest import FAST_RETRY

@@ -18,8 +18,8 @@ import litfetch_df  # noqa: F401  (registers the .lit accessor)
 from benchmarks.client import CREDENTIALS, WORLD_KEYS
 from benchmarks.corpus import Corpus, generate
 from litfetch_df import Session
-from litfetch_df.frame.cost import plan_for
-from litfetch_df.frame.spent import REQUESTS_ATTR, planned_by_host, requests_table
+from litfetch_df.frame.engine.cost import plan_for
+from litfetch_df.frame.engine.spent import REQUESTS_ATTR, planned_by_host, requests_table
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import World

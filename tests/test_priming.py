@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from litfetch_df import Rate
-from litfetch_df._http import UpstreamUnavailable
 from litfetch_df.session import CachedResponse, NotInCache, request_key
+from litfetch_df.wire.http import UpstreamUnavailable
 from tests.conftest import mock_session
 
 S2 = "https://api.semanticscholar.org/graph/v1/paper/DOI:10.1000/abc.1"

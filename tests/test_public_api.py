@@ -96,3 +96,57 @@ def test_session_signature_matches_the_reference() -> None:
     for method in ("fetch_body", "list_files", "fetch_file", "resolve_access", "related_ids"):
         assert inspect.iscoroutinefunction(getattr(litfetch_df.Session, method))
         assert inspect.iscoroutinefunction(getattr(litfetch_df, method))
+
+
+# Every import path the README, the docs and the contract name (issue 28: moving the
+# package's folders must not break one).
+DOCUMENTED_PATHS = [
+    "litfetch_df",
+    "litfetch_df.ids",
+    "litfetch_df.files",
+    "litfetch_df.metadata",
+    "litfetch_df.publishers",
+    "litfetch_df.limits",
+    "litfetch_df.serde",
+    "litfetch_df.resolvers",
+    "litfetch_df.session",
+    "litfetch_df.text",
+    "litfetch_df.demo",
+    "litfetch_df.frame",
+    "litfetch_df.operations.licence",
+    "litfetch_df.operations.licence_evidence",
+    "litfetch_df.operations.service_terms",
+    "litfetch_df.cli",
+]
+
+
+@pytest.mark.parametrize("path", DOCUMENTED_PATHS)
+def test_a_documented_import_path_imports(path: str) -> None:
+    import importlib
+
+    assert importlib.import_module(path) is not None
+
+
+def test_the_documented_names_are_where_the_docs_say() -> None:
+    from litfetch_df.cli import main
+    from litfetch_df.demo import run_demo
+    from litfetch_df.session import NotInCache, Session
+    from litfetch_df.text import Document, read_text
+
+    assert main is not None and run_demo is not None
+    assert Session is litfetch_df.Session and NotInCache is litfetch_df.NotInCache
+    assert read_text is litfetch_df.read_text and Document is litfetch_df.Document
+    assert callable(litfetch_df.read_parquet) and callable(litfetch_df.read_pubmed)
+    import pandas as pd
+
+    # importing the package registers the accessors (litfetch_df.frame)
+    assert hasattr(pd.DataFrame({"pmid": ["1"]}), "lit")
+    assert hasattr(pd.Series(["1"]), "lit")
+
+
+def test_the_cli_entry_point_is_the_documented_one() -> None:
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["litfetch-df"] == "litfetch_df.cli:main"

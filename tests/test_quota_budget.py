@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 import litfetch_df  # noqa: F401  (registers df.lit)
-from litfetch_df._quota import QuotaDeferred, QuotaLedger, describe_wait
-from litfetch_df.frame.outcome import is_abandoned, is_deferred
+from litfetch_df.frame.engine.outcome import is_abandoned, is_deferred
+from litfetch_df.store.quota import QuotaDeferred, QuotaLedger, describe_wait
 from tests.conftest import mock_session
 from tests.virtual_clock import EPOCH, VirtualClock
 

@@ -18,10 +18,10 @@ import httpx
 import pandas as pd
 
 import litfetch_df  # noqa: F401  (registers df.lit)
-from litfetch_df._quota import QuotaLedger
-from litfetch_df.frame.outcome import given_up_in, is_abandoned, is_deferred
+from litfetch_df.frame.engine.outcome import given_up_in, is_abandoned, is_deferred
 from litfetch_df.ids import ArticleIds
 from litfetch_df.sources.unpaywall import UnpaywallFileSource, unpaywall_spent
+from litfetch_df.store.quota import QuotaLedger
 from tests.conftest import mock_session
 from tests.virtual_clock import VirtualClock
 
@@ -206,11 +206,11 @@ async def test_the_file_source_without_a_held_s2_answer_still_meets_the_refusal(
 async def test_a_unit_reads_its_primed_answer_while_the_lookup_still_runs() -> None:
     import asyncio
 
-    from litfetch_df._store import CachedResponse
-    from litfetch_df.frame import bulk
-    from litfetch_df.frame.gates import Gates, Slot, UnitHttp
-    from litfetch_df.frame.primed_keys import PrimedKeys
+    from litfetch_df.frame.engine import bulk
+    from litfetch_df.frame.engine.gates import Gates, Slot, UnitHttp
+    from litfetch_df.frame.engine.primed_keys import PrimedKeys
     from litfetch_df.sources.openalex import TERMS_SELECT, works_request
+    from litfetch_df.store.answers import CachedResponse
 
     mine = works_request(["10.1000/first"], select=TERMS_SELECT)
     other = works_request(["10.1000/last"], select=TERMS_SELECT)

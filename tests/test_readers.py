@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from litfetch_df._xml import XmlError
-from litfetch_df.frame.readers import (
+from litfetch_df.frame.io.readers import (
     CORE_COLUMNS,
     read_pubmed,
     read_table,
     sniff_pubmed_format,
 )
 from litfetch_df.ids import parse_bookid, parse_doi, parse_pmcid, parse_pmid
+from litfetch_df.safexml.parse import XmlError
 from tests.conftest import data_bytes, data_path
 
 FITBIT = ("exports", "pubmed_save_csv_fitbit_10records.csv")
@@ -700,7 +700,7 @@ def test_read_table_parquet_every_column_text(tmp_path: Path) -> None:
 
 
 def test_frames_are_what_id_detection_finds() -> None:
-    columns = pytest.importorskip("litfetch_df.frame.columns")
+    columns = pytest.importorskip("litfetch_df.frame.io.columns")
     for df in (
         read_pubmed(data_path(*FITBIT)),
         read_pubmed(data_path(*CHATBOT)),

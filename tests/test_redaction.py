@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from litfetch_df import RetryPolicy, Session, UpstreamUnavailable
-from litfetch_df._http import (
+from litfetch_df.wire.http import (
     get_logger,
     is_secret_header,
     is_secret_param,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from litfetch_df import ArticleIds, Related, RelationType, Session
-from litfetch_df.frame import onepass, pipeline
+from litfetch_df.frame.engine import onepass, pipeline
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import HOST_BIORXIV, HOST_CROSSREF, Article, Publisher, World

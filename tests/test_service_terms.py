@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from litfetch_df import SourceMetadata
-from litfetch_df.frame.licence_family import licence_family
+from litfetch_df.frame.engine.licence_family import licence_family
 from litfetch_df.sources.crossref import crossref_licence
 from litfetch_df.sources.openalex import openalex_access
 from litfetch_df.sources.semantic_scholar import s2_access

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from litfetch_df import INSTITUTIONAL, JATS_XML, PDF, ArticleIds, Blob, File, FileKind, Session
-from litfetch_df._xml import local_name, parse_xml
+from litfetch_df.safexml.parse import local_name, parse_xml
 from litfetch_df.sources.springer import SpringerFetcher, SpringerFileSource, extract_article
 from tests.fake_upstream import FakeRequest, FakeResponse, FakeUpstream, json_response
 
@@ -407,8 +407,8 @@ async def test_fetch_file_with_an_unusable_uri_declines(fake_session: Session) -
 
 def _hold_crossref(session: Session, doi: str, member: str, publisher: str) -> None:
     """Prime the single-work Crossref answer a bulk lookup would have left for ``doi``."""
-    from litfetch_df._store import CachedResponse
     from litfetch_df.sources.crossref import crossref_work_request
+    from litfetch_df.store.answers import CachedResponse
 
     request = crossref_work_request(doi, session.contact)
     body = json.dumps(

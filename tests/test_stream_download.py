@@ -21,13 +21,13 @@ import httpx
 import pytest
 
 from litfetch_df import JATS_XML, PDF, Blob, File, FileKind, RetryPolicy, Saved, Session
-from litfetch_df._atomic import PART_SUFFIX
-from litfetch_df._http import Http, UpstreamUnavailable
-from litfetch_df.cache import ResponseCache
 from litfetch_df.session import NotInCache
-from litfetch_df.sources._common import UnexpectedFileType
+from litfetch_df.sources.common import UnexpectedFileType
 from litfetch_df.sources.pmc_oa import BUCKET_URL, PmcOaFetcher
 from litfetch_df.sources.unpaywall import UnpaywallFileSource
+from litfetch_df.store.atomic import PART_SUFFIX
+from litfetch_df.store.cache import ResponseCache
+from litfetch_df.wire.http import Http, UpstreamUnavailable
 from tests.virtual_clock import VirtualClock
 
 FIXTURE = Path("/work/shared/fixtures/jats/PMC3166277_bmc-microbiol_1471-2180-11-174.nxml")

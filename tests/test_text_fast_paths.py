@@ -15,7 +15,7 @@ import sys
 import pytest
 from lxml import etree
 
-from litfetch_df._xml import XmlError, parse_xml
+from litfetch_df.safexml.parse import XmlError, parse_xml
 from litfetch_df.text import read_text, section_type
 from litfetch_df.text import sections as sections_module
 from litfetch_df.text.elsevier import _author

@@ -16,8 +16,11 @@ import pytest
 
 import litfetch_df.frame  # registers .lit
 from litfetch_df import PDF, File, FileKind, RetryPolicy, Session
-from litfetch_df._http import UpstreamUnavailable
-from litfetch_df._transfer import (
+from litfetch_df.sources.common import UnexpectedFileType, content_mismatch
+from litfetch_df.sources.pmc_oa import _MEMO, _parse_listing
+from litfetch_df.sources.unpaywall import UnpaywallFileSource
+from litfetch_df.wire.http import UpstreamUnavailable
+from litfetch_df.wire.transfer import (
     Bounds,
     RedirectRefused,
     UnexpectedPayload,
@@ -25,9 +28,6 @@ from litfetch_df._transfer import (
     check_redirect,
     is_public_host,
 )
-from litfetch_df.sources._common import UnexpectedFileType, content_mismatch
-from litfetch_df.sources.pmc_oa import _MEMO, _parse_listing
-from litfetch_df.sources.unpaywall import UnpaywallFileSource
 from tests.conftest import FAST_RETRY, mock_session
 
 assert litfetch_df.frame

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from lxml import etree
 
-from litfetch_df._xml import parse_xml
+from litfetch_df.safexml.parse import parse_xml
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import (
     CC_BY_NC,

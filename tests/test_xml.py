@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from litfetch_df._xml import XmlError, local_name, parse_xml, root_name
+from litfetch_df.safexml.parse import XmlError, local_name, parse_xml, root_name
 from tests.conftest import data_bytes, data_path
 
 JATS_FILES = sorted(p.name for p in data_path("jats").iterdir())

@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from lxml import etree  # noqa: E402
 
-from litfetch_df._xml import local_name, parse_xml  # noqa: E402
 from litfetch_df.demo import EXPORT_NAME  # noqa: E402
 from litfetch_df.demo_world import FROM_EUROPE_PMC, FROM_PMC_OA, MANIFEST  # noqa: E402
+from litfetch_df.safexml.parse import local_name, parse_xml  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 OUT = ROOT / "litfetch_df" / "data" / "demo"

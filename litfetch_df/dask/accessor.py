@@ -33,8 +33,8 @@ from typing import Any
 import dask.dataframe as dd
 import pandas as pd
 
-from ..frame.columns import CANONICAL, detect_id_columns, kind_of_name, sniff_kind
-from ..frame.onepass import parse_steps
+from ..frame.engine.onepass import parse_steps
+from ..frame.io.columns import CANONICAL, detect_id_columns, kind_of_name, sniff_kind
 from ..frame.series_accessor import LitSeriesAccessor
 from ..frame.summary import summarise
 from ..session import Session

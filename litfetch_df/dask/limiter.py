@@ -1,7 +1,7 @@
 """One politeness budget for many processes: a coordinator every worker's session asks.
 
 A :class:`~litfetch_df.Session` paces each host with a
-:class:`~litfetch_df._limiter.HostLimiter` of its own, so two processes would
+:class:`~litfetch_df.wire.limiter.HostLimiter` of its own, so two processes would
 each ask a host at its full rate. Here the pacing of a rate-limited host lives
 in one place for the whole cluster (design: docs/adr/0013-cluster-limiter.md):
 
@@ -29,9 +29,9 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from .._clock import Clock, SystemClock
-from .._http import RetryPolicy
-from .._limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Plan, Ticket
+from ..wire.clock import Clock, SystemClock
+from ..wire.http import RetryPolicy
+from ..wire.limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Plan, Ticket
 
 __all__ = [
     "COORDINATED_HOSTS",

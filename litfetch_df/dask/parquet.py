@@ -1,10 +1,10 @@
 """A Dask result to Parquet and back: one file per partition, each as ``df.lit.to_parquet``.
 
 :func:`to_parquet` writes every partition with the pandas writer
-(:func:`litfetch_df.frame.parquet.to_parquet`: bodies, file-sets and relations
+(:func:`litfetch_df.frame.io.parquet.to_parquet`: bodies, file-sets and relations
 as Arrow structs and lists), as ``part.00000.parquet``, ``part.00001.parquet``,
 ... in one directory, a local path or an fsspec URL. Each file appears whole or
-not at all (:func:`litfetch_df.frame.outputs.open_out`). :func:`read_parquet`
+not at all (:func:`litfetch_df.frame.io.outputs.open_out`). :func:`read_parquet`
 reads such a directory back, one partition per file, with the same columns,
 dtypes and values; ``litfetch_df.read_parquet`` reads a local one into pandas.
 """
@@ -20,10 +20,10 @@ import dask as _dask
 import dask.dataframe as dd
 import pandas as pd
 
-from ..frame import parquet as pq
-from ..frame.outdir import local_root
-from ..frame.outputs import open_out
-from ..frame.urlout import filesystem, is_url, read_location
+from ..frame.io import parquet as pq
+from ..frame.io.outdir import local_root
+from ..frame.io.outputs import open_out
+from ..frame.io.urlout import filesystem, is_url, read_location
 
 __all__ = ["part_name", "read_parquet", "to_parquet"]
 

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..frame.accessor import LitFrameAccessor
-from ..frame.columns import bundle_key, detect_id_columns, parse_rows
-from ..frame.options import effective
+from ..frame.engine.options import effective
+from ..frame.io.columns import bundle_key, detect_id_columns, parse_rows
 from ..session import Session
 from .cluster import Coordinator, link_for
 from .limiter import COORDINATED_HOSTS, limiter_factory

@@ -6,11 +6,11 @@ Importing this package registers ``lit`` on :class:`pandas.DataFrame` and
 
 from __future__ import annotations
 
-from . import options
 from .accessor import LitFrameAccessor
-from .bridge import Interrupted
-from .columns import IdColumns, detect_id_columns
-from .options import Options, get_options, option_context, reset_options, set_options
+from .engine import options
+from .engine.bridge import Interrupted
+from .engine.options import Options, get_options, option_context, reset_options, set_options
+from .io.columns import IdColumns, detect_id_columns
 from .registration import register
 from .series_accessor import LitSeriesAccessor
 from .summary import summarise

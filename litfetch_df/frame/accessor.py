@@ -3,7 +3,7 @@
 Every method returns a new frame (same index and row order, original columns
 untouched, new columns with nullable dtypes) and never mutates its input. The
 plain methods are synchronous and safe in Jupyter (see
-:mod:`litfetch_df.frame.bridge`); each has an awaitable twin named
+:mod:`litfetch_df.frame.engine.bridge`); each has an awaitable twin named
 ``<method>_async`` for code that already runs in an event loop. Nothing is
 stored on the accessor object: pandas builds a fresh one on every attribute
 access.
@@ -19,11 +19,11 @@ import pandas as pd
 
 from ..files import FileKind
 from ..operations.types import BatchResolver, Fetcher, FileSource
-from . import onepass, pipeline
-from .bridge import run_call as _run
-from .columns import IdColumns, detect_id_columns
-from .cost import STEPS_PLANNED
-from .pipeline import CallOptions
+from .engine import onepass, pipeline
+from .engine.bridge import run_call as _run
+from .engine.cost import STEPS_PLANNED
+from .engine.pipeline import CallOptions
+from .io.columns import IdColumns, detect_id_columns
 from .summary import summarise
 from .text_accessor import TextMethods
 from .view import view as _view
@@ -61,9 +61,9 @@ class LitFrameAccessor(TextMethods):
         """Return what ``run(steps)`` would ask, per host and kind, sending nothing.
 
         ``options``: ``session``, ``credentials``, ``contact``, ``latency``; see
-        :func:`litfetch_df.frame.cost.plan_for`.
+        :func:`litfetch_df.frame.engine.cost.plan_for`.
         """
-        from .cost import plan_for
+        from .engine.cost import plan_for
 
         return plan_for(self._frame, steps, **options)
 
@@ -89,10 +89,10 @@ class LitFrameAccessor(TextMethods):
 
         Bodies are saved as bytes with their file reference, ``files`` and
         ``related`` as lists of records; :func:`litfetch_df.read_parquet`
-        gives the same frame back (see :mod:`litfetch_df.frame.parquet`).
+        gives the same frame back (see :mod:`litfetch_df.frame.io.parquet`).
         ``kwargs`` go to :func:`pyarrow.parquet.write_table`.
         """
-        from .parquet import to_parquet
+        from .io.parquet import to_parquet
 
         to_parquet(self._frame, path, **kwargs)
 
@@ -100,11 +100,11 @@ class LitFrameAccessor(TextMethods):
         """Write the frame as CSV with plain columns; ids stay text (no ``.0`` on a PMID).
 
         Bodies are left out (their source, type and size stay), ``files``
-        and ``related`` become text (see :mod:`litfetch_df.frame.export`).
+        and ``related`` become text (see :mod:`litfetch_df.frame.io.export`).
         Read it back with :func:`litfetch_df.read_table`. ``kwargs`` go to
         :meth:`pandas.DataFrame.to_csv` (no index unless ``index=True``).
         """
-        from .export import to_csv
+        from .io.export import to_csv
 
         to_csv(self._frame, path, **kwargs)
 

@@ -24,14 +24,14 @@ import pandas as pd
 from ..files import Blob
 from ..ids import ArticleIds
 from ..text import MATH_MODES, Document, read_text
-from .context import CallOptions
-from .long import ids_columns
-from .offload import offload
-from .outdir import id_stem
-from .outputs import Out, open_out
-from .table import column as column_of
-from .table import is_na
-from .urlout import read_location
+from .engine.context import CallOptions
+from .engine.offload import offload
+from .io.long import ids_columns
+from .io.outdir import id_stem
+from .io.outputs import Out, open_out
+from .io.table import column as column_of
+from .io.table import is_na
+from .io.urlout import read_location
 
 __all__ = [
     "TEXT_COLUMNS",
@@ -333,13 +333,13 @@ async def text(
 ) -> pd.DataFrame:
     """:func:`text_columns` of ``frame``, fetching the bodies first when it holds none.
 
-    ``fetch`` are :func:`~litfetch_df.frame.pipeline.fetch_bodies`' keywords
+    ``fetch`` are :func:`~litfetch_df.frame.engine.pipeline.fetch_bodies`' keywords
     (``fetchers``, ``resolver``, ``resolve``, ``force``); the bodies go to
     ``out_dir`` too when it is given. The parse runs on the shared worker
     pool, so an event loop stays free meanwhile.
     """
     if not has_bodies(frame):
-        from .pipeline import fetch_bodies
+        from .engine.pipeline import fetch_bodies
 
         frame = await fetch_bodies(frame, out_dir=out_dir, config=config, **fetch)
     return await offload(functools.partial(text_columns, frame, math=math, out_dir=out_dir))

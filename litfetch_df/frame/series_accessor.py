@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from .accessor import LitFrameAccessor
-from .columns import CANONICAL, kind_of_name, sniff_kind
+from .io.columns import CANONICAL, kind_of_name, sniff_kind
 
 __all__ = ["LitSeriesAccessor"]
 

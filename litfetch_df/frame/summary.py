@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .columns import CANONICAL
-from .outcome import is_abandoned, is_partial
-from .spent import requests_table
+from .engine.outcome import is_abandoned, is_partial
+from .engine.spent import requests_table
+from .io.columns import CANONICAL
 
 __all__ = ["ERROR_COLUMNS", "summarise"]
 

@@ -13,8 +13,8 @@ from typing import Any, Unpack, cast
 import pandas as pd
 
 from ..operations.types import BatchResolver, Fetcher
-from .bridge import run_call
-from .context import CallOptions
+from .engine.bridge import run_call
+from .engine.context import CallOptions
 
 __all__ = ["TextMethods"]
 

@@ -15,10 +15,10 @@ from typing import Final
 import pandas as pd
 
 from ..text import MATH_MODES, Document
-from .columns import CANONICAL
 from .fulltext import body_token, read_body
-from .long import ids_columns, repeat_index
-from .table import column
+from .io.columns import CANONICAL
+from .io.long import ids_columns, repeat_index
+from .io.table import column
 
 __all__ = ["LONG_COLUMNS", "TEXT_PARTS", "text_long"]
 

@@ -14,7 +14,7 @@ from typing import Final
 
 import pandas as pd
 
-from .columns import CANONICAL, detect_id_columns
+from .io.columns import CANONICAL, detect_id_columns
 from .summary import ERROR_COLUMNS
 
 __all__ = ["VIEW_COLUMNS", "view"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .._http import Http
 from ..ids import ArticleIds
 from ..metadata import SourceMetadata
 from ..sources.unpaywall import fetch_unpaywall_record, unpaywall_access
+from ..wire.http import Http
 
 __all__ = ["fill_missing_terms", "resolve_access"]
 

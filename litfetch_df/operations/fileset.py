@@ -14,13 +14,13 @@ from pathlib import Path
 
 import httpx
 
-from .._atomic import write_atomic
-from .._http import RETRYABLE_STATUSES, Http, Rate, get_logger
-from .._transfer import Downloaded, NotServed, can_download
 from ..files import PDF, Blob, File, FileKind, Saved
 from ..ids import ArticleIds
-from ..sources._common import failure_level, file_head_check
+from ..sources.common import failure_level, file_head_check
 from ..sources.landing import is_landing_page
+from ..store.atomic import write_atomic
+from ..wire.http import RETRYABLE_STATUSES, Http, Rate, get_logger
+from ..wire.transfer import Downloaded, NotServed, can_download
 from .tried import Tried, Watched
 from .types import FileSource
 
@@ -274,7 +274,7 @@ async def fetch_file_to(
     """Download ``file`` into ``path`` through the first source named ``file.source``.
 
     Streamed to disk when both can: ``http`` a
-    :class:`~litfetch_df._transfer.Downloader` (a :class:`~litfetch_df.Session`
+    :class:`~litfetch_df.wire.transfer.Downloader` (a :class:`~litfetch_df.Session`
     is) and the source able to name the request (a ``download_url(file, *,
     credentials)`` method, which every bundled file source has). The answer
     is checked against the type it was listed as on its first KiB, and
@@ -284,7 +284,7 @@ async def fetch_file_to(
     Returns :class:`~litfetch_df.Saved`, or ``None`` when no source claims the
     file, the source declines, the final status is not 200, or the download
     fails with an HTTP error (logged). Raises
-    :class:`~litfetch_df.sources._common.UnexpectedFileType` for an answer that
+    :class:`~litfetch_df.sources.common.UnexpectedFileType` for an answer that
     is not of the listed type (a login page for a PDF), as :func:`fetch_file` does.
     :func:`download_file_to` says why instead of returning ``None`` for a status.
     """

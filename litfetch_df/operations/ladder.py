@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
-from .._http import Http, get_logger, redact_url
 from ..files import Blob
 from ..ids import RESOLVABLE, ArticleIds
-from ..sources._common import failure_level
+from ..sources.common import failure_level
+from ..wire.http import Http, get_logger, redact_url
 from .tried import Answer, Tried, Watched
 from .types import Fetcher, Resolver
 

@@ -3,8 +3,8 @@
 Dispatch is on ``Blob.file.media_type``: JATS (also BITS book parts) and
 Elsevier full-text XML carry terms; anything else (PDF, text) gives empty
 terms. Only the front matter is parsed
-(:func:`litfetch_df._frontmatter.read_front_matter`, as hardened as
-:func:`litfetch_df._xml.parse_xml`); the whole document is parsed only when
+(:func:`litfetch_df.safexml.frontmatter.read_front_matter`, as hardened as
+:func:`litfetch_df.safexml.parse.parse_xml`); the whole document is parsed only when
 the front matter states nothing, to find a ``<license>`` further on. Bytes
 that do not parse give empty terms.
 
@@ -27,10 +27,10 @@ from typing import Final
 
 from lxml import etree
 
-from .._frontmatter import read_front_matter
-from .._xml import XmlError, local_name, parse_xml
 from ..files import ELSEVIER_XML, JATS_XML, Blob
 from ..metadata import SourceMetadata
+from ..safexml.frontmatter import read_front_matter
+from ..safexml.parse import XmlError, local_name, parse_xml
 from .licence_evidence import (
     OPEN_ACCESS,
     LicenceClue,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from .._http import Http, get_logger
 from ..ids import ArticleIds, doi_key, doi_path, is_preprint_doi, parse_doi
 from ..metadata import Related, RelationType
 from ..sources.biorxiv import biorxiv_published_doi
 from ..sources.crossref import crossref_relations, fetch_crossref_work
+from ..wire.http import Http, get_logger
 
 __all__ = ["related_ids"]
 

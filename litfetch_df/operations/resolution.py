@@ -25,12 +25,12 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Hashable, Iterable, MutableMapping, Sequence
 from typing import Any, Final
 
-from .._http import Http
 from ..ids import RESOLVABLE, ArticleIds
 from ..sources import europe_pmc_search, ncbi_idconv, openalex
 from ..sources.bulk_recipe import BulkKey, IdRecords, bulk_lookup, ids_from_json, ids_to_json
 from ..sources.europe_pmc_search import EuropePmcResolver
 from ..sources.ncbi_idconv import NcbiIdConverterResolver
+from ..wire.http import Http
 from .types import BatchResolver, Resolver
 
 __all__ = [

@@ -8,7 +8,7 @@ fetches in bulk anyway (ADR 0005): Semantic Scholar's paper batch
 search (``isOpenAccess``). :func:`service_terms` fills what is still missing
 from them, in :data:`SERVICE_ORDER`, and never asks for anything: it reads
 only answers the session *holds* (primed from a bulk lookup, or stored in the
-persistent cache; see :class:`~litfetch_df._store.HeldAnswers`). An answer
+persistent cache; see :class:`~litfetch_df.store.answers.HeldAnswers`). An answer
 that is not held is simply not read, so this step costs no request and
 cannot fail a row.
 """
@@ -18,11 +18,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from .._http import Http
-from .._store import HeldAnswers, can_hold
 from ..ids import ArticleIds, parse_pmcid
 from ..metadata import SourceMetadata, normalise_oa_status
-from ..sources._common import parsed_or_none, usable_credential
+from ..sources.common import parsed_or_none, usable_credential
 from ..sources.europe_pmc_search import holding_access, holdings_in, pmcid_search_request
 from ..sources.openalex import (
     TERMS_SELECT,
@@ -32,6 +30,8 @@ from ..sources.openalex import (
     works_request,
 )
 from ..sources.semantic_scholar import TERMS_FIELDS, held_paper, s2_access
+from ..store.answers import HeldAnswers, can_hold
+from ..wire.http import Http
 
 __all__ = ["S2_TERMS_FIELDS", "SERVICE_ORDER", "held_s2_paper", "service_terms"]
 
@@ -178,7 +178,7 @@ async def service_terms(
     (:data:`~litfetch_df.sources.openalex.TERMS_SELECT`) and the one-PMCID
     Europe PMC search, as the frame primes them from its bulk lookups. An
     ``http`` that holds nothing (not a
-    :class:`~litfetch_df._store.HeldAnswers`) gives ``have`` back unchanged.
+    :class:`~litfetch_df.store.answers.HeldAnswers`) gives ``have`` back unchanged.
     ``credentials`` must be those the lookups were primed with (the S2 and
     OpenAlex keys are part of the request).
     """

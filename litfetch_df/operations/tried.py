@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from .._http import RETRYABLE_STATUSES, Http, Rate
-from .._quota import QuotaDeferred
+from ..store.quota import QuotaDeferred
+from ..wire.http import RETRYABLE_STATUSES, Http, Rate
 
 __all__ = ["Answer", "Tried", "Watched"]
 

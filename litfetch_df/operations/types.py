@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from .._http import Http
 from ..files import Blob, File
 from ..ids import ArticleIds
+from ..wire.http import Http
 
 __all__ = ["BatchResolver", "Fetcher", "FileSource", "Resolver"]
 

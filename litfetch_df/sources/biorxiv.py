@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger, redact_url
-from .._xml import root_name, safe_root_name
 from ..files import JATS_XML, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path, is_preprint_doi, parse_doi
-from ._common import fetch_json_object, web_url
+from ..safexml.parse import root_name, safe_root_name
+from ..wire.http import Http, Rate, get_logger, redact_url
+from .common import fetch_json_object, web_url
 
 __all__ = [
     "BIORXIV_DETAILS_URL",

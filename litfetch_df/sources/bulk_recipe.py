@@ -1,7 +1,7 @@
 """The recipe of every bulk lookup: one request answers many articles.
 
 A *bulk lookup* is a coroutine taking a sequence of :class:`ArticleIds` and a
-:class:`~litfetch_df._http.BulkHttp` (a :class:`~litfetch_df.Session`), and
+:class:`~litfetch_df.wire.http.BulkHttp` (a :class:`~litfetch_df.Session`), and
 returning a :class:`BulkResult` aligned with its input. Every bulk lookup here
 follows one recipe (:func:`bulk_lookup`), in the spirit of the batch resolvers:
 
@@ -16,7 +16,7 @@ follows one recipe (:func:`bulk_lookup`), in the spirit of the batch resolvers:
   that simply lacks a key (a ``null`` element, a DOI missing from the items, a
   404) is absence, never abandonment (:func:`chunk_answer` makes that call for
   one chunk request);
-- given an :class:`IdRecords` and a session (a :class:`~litfetch_df._store.RecordMemo`),
+- given an :class:`IdRecords` and a session (a :class:`~litfetch_df.store.answers.RecordMemo`),
   each id a well-formed answer covered is kept in the persistent cache per id
   (found or absent), and an id already kept is taken from there and left out
   of the requests, so a filtered, reordered or extended table asks only for
@@ -42,11 +42,11 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 
 import httpx
 
-from .._http import BulkHttp
-from .._store import RecordMemo, keeps_records
 from ..files import File
 from ..ids import ArticleIds
-from ._common import failure_level
+from ..store.answers import RecordMemo, keeps_records
+from ..wire.http import BulkHttp
+from .common import failure_level
 
 __all__ = [
     "BulkFileLister",
@@ -266,7 +266,7 @@ async def bulk_lookup(
 ) -> BulkResult[T]:
     """Run one service over aligned ``keys``: recall, dedupe, chunk, gather, keep, fan out.
 
-    With ``records`` and a ``memo`` that is a :class:`~litfetch_df._store.RecordMemo`
+    With ``records`` and a ``memo`` that is a :class:`~litfetch_df.store.answers.RecordMemo`
     (a session), each distinct key whose answer is in the persistent cache is
     taken from there and not asked. The other distinct keys go in chunks of
     at most ``cap`` wire values (and, with ``width`` and ``budget``, of at most

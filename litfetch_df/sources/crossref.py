@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger
-from .._store import can_hold
 from ..files import Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi
 from ..metadata import Related, RelationType, SourceMetadata, is_open_licence_url
-from ._common import (
+from ..store.answers import can_hold
+from ..wire.http import Http, Rate, get_logger
+from .common import (
     GetRequest,
     download_file,
     download_url,
@@ -92,7 +92,7 @@ async def held_crossref_work(http: Http, doi: str) -> dict[str, Any] | None:
 
     Never sends a request: only an answer primed by a bulk lookup, kept in the
     session's memo or stored in the persistent cache counts (see
-    :class:`~litfetch_df._store.HeldAnswers`). ``None`` when ``http`` cannot say
+    :class:`~litfetch_df.store.answers.HeldAnswers`). ``None`` when ``http`` cannot say
     what it holds, the DOI is invalid, or nothing usable is held.
     """
     contact = http.contact

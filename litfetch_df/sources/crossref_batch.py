@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
 from ..metadata import Related
+from ..wire.http import Http, Rate, get_logger
 from .bulk_recipe import (
     BulkKey,
     BulkResult,

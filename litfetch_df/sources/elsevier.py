@@ -12,12 +12,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger, redact_url
-from .._xml import root_name, safe_root_name
 from ..files import ELSEVIER_XML, Blob, File, FileKind
 from ..ids import ArticleIds
 from ..metadata import is_open_licence_url
-from ._common import fetch_ok, usable_credential, web_url
+from ..safexml.parse import root_name, safe_root_name
+from ..wire.http import Http, Rate, get_logger, redact_url
+from .common import fetch_ok, usable_credential, web_url
 from .crossref import crossref_licence, fetch_crossref_work
 
 __all__ = [

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from .._http import Http, Rate, get_logger
-from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, Blob, File, FileKind
 from ..ids import ArticleIds, parse_bookid, parse_pmcid
-from ._common import GetRequest, fetch_ok
+from ..safexml.parse import XmlError, local_name, parse_xml, root_name
+from ..wire.http import Http, Rate, get_logger
+from .common import GetRequest, fetch_ok
 
 __all__ = [
     "EUROPE_PMC_REST",

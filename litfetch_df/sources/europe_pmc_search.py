@@ -19,11 +19,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger
 from ..ids import ArticleIds, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
-from ._common import GetRequest, parsed_or_none
+from ..wire.http import Http, Rate, get_logger
 from .bulk_recipe import BulkKey, BulkResult, IdRecords, bulk_lookup, chunk_answer, ids_by_key
+from .common import GetRequest, parsed_or_none
 
 __all__ = [
     "BATCH_CAP",

@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi, parse_pmcid, parse_pmid
-from ._common import parsed_or_none
+from ..wire.http import Http, Rate, get_logger
 from .bulk_recipe import chunk_answer
+from .common import parsed_or_none
 
 __all__ = [
     "BATCH_CAP",

@@ -20,21 +20,12 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
-from .._http import Http, Rate, UpstreamUnavailable, get_logger
-from .._quota import QuotaDeferred
-from .._store import can_hold, keeps_records
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_key, doi_path, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
-from ._common import (
-    GetRequest,
-    download_file,
-    download_url,
-    fetch_json_object,
-    is_web_url,
-    parsed_or_none,
-    usable_credential,
-)
+from ..store.answers import can_hold, keeps_records
+from ..store.quota import QuotaDeferred
+from ..wire.http import Http, Rate, UpstreamUnavailable, get_logger
 from .bulk_recipe import (
     BulkKey,
     BulkResult,
@@ -43,6 +34,15 @@ from .bulk_recipe import (
     chunk_answer,
     ids_by_key,
     json_object_record,
+)
+from .common import (
+    GetRequest,
+    download_file,
+    download_url,
+    fetch_json_object,
+    is_web_url,
+    parsed_or_none,
+    usable_credential,
 )
 from .landing import is_landing_page
 

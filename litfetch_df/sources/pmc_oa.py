@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from .._http import Http, Rate, get_logger, redact_url
-from .._xml import XmlError, local_name, parse_xml, root_name
 from ..files import JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_pmcid_versioned
-from ._common import download_file, download_url, fetch_ok
+from ..safexml.parse import XmlError, local_name, parse_xml, root_name
+from ..wire.http import Http, Rate, get_logger, redact_url
+from .common import download_file, download_url, fetch_ok
 
 __all__ = ["BUCKET_URL", "MEDIA_TYPES", "PmcOaFetcher"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._http import Http, Rate, get_logger
-from .._store import HeldAnswers, can_hold
 from ..files import PDF, Blob, File, FileKind
 from ..ids import RESOLVABLE, ArticleIds, doi_path, parse_doi, parse_pmcid, parse_pmid
 from ..metadata import SourceMetadata
-from ._common import (
+from ..store.answers import HeldAnswers, can_hold
+from ..wire.http import Http, Rate, get_logger
+from .common import (
     GetRequest,
     download_file,
     download_url,

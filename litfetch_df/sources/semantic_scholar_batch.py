@@ -18,10 +18,9 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from .._http import BulkHttp, Http, Rate, can_post, get_logger
 from ..files import File
 from ..ids import RESOLVABLE, ArticleIds, doi_key, parse_doi
-from ._common import usable_credential, usable_text
+from ..wire.http import BulkHttp, Http, Rate, can_post, get_logger
 from .bulk_recipe import (
     BulkKey,
     BulkResult,
@@ -34,6 +33,7 @@ from .bulk_recipe import (
     distinct_keys,
     json_object_record,
 )
+from .common import usable_credential, usable_text
 from .semantic_scholar import (
     fetch_s2_paper,
     s2_article_ids,
@@ -204,7 +204,7 @@ class SemanticScholarBatchResolver:
     and the abandoned indices. Only bundles lacking one of pmid, pmcid, doi and
     holding a usable DOI, PMID or PMCID are asked about. ``api_key`` is
     optional; with one the requests carry ``x-api-key`` and pace at the keyed
-    rate. Given an :class:`~litfetch_df._http.Http` that cannot ``post``, it
+    rate. Given an :class:`~litfetch_df.wire.http.Http` that cannot ``post``, it
     falls back to one per-article lookup (``GET /paper/{id}``) per distinct
     bundle, which can report nothing as abandoned.
     """

@@ -20,13 +20,13 @@ from typing import Any, Final
 
 import httpx
 
-from .._http import Http, Rate, get_logger, url_with_query
-from .._xml import XmlError, local_name, parse_xml
 from ..files import INSTITUTIONAL, JATS_XML, PDF, Blob, File, FileKind
 from ..ids import ArticleIds, parse_doi
 from ..metadata import SourceMetadata
 from ..publishers import Publisher, by_prefix, publisher_of
-from ._common import (
+from ..safexml.parse import XmlError, local_name, parse_xml
+from ..wire.http import Http, Rate, get_logger, url_with_query
+from .common import (
     GetRequest,
     download_file,
     download_url,

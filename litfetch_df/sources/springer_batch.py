@@ -27,10 +27,9 @@ from typing import Any, Final
 
 import httpx
 
-from .._http import Http, Rate, get_logger
 from ..files import File
 from ..ids import ArticleIds, doi_key, parse_doi
-from ._common import usable_credential
+from ..wire.http import Http, Rate, get_logger
 from .bulk_recipe import (
     BulkKey,
     BulkResult,
@@ -42,6 +41,7 @@ from .bulk_recipe import (
     chunk_answer,
     json_object_record,
 )
+from .common import usable_credential
 from .springer import SPRINGER_META_URL, springer_meta_files, springer_serves
 
 __all__ = [

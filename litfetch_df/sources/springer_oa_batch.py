@@ -25,7 +25,7 @@ from typing import Final
 
 import httpx
 
-from .._http import Http, Rate, get_logger
+from ..wire.http import Http, Rate, get_logger
 from .springer import SPRINGER_OA_JATS_URL
 
 __all__ = [

@@ -12,11 +12,11 @@ from typing import Any, Final
 
 import httpx
 
-from .._http import Http, Rate, get_logger
 from ..files import PDF, Blob, File, FileKind
 from ..ids import ArticleIds, doi_path
 from ..metadata import SourceMetadata
-from ._common import (
+from ..wire.http import Http, Rate, get_logger
+from .common import (
     download_file,
     download_url,
     fetch_json_object,

@@ -7,7 +7,7 @@ from lxml import etree
 from .losses import as_losses
 from .model import Abstract, Caption, Citation, Document, Formula, Paragraph, Reference, Section
 from .render import (
-    _NAMES,
+    TAG_NAMES,
     Renderer,
     all_text,
     clean,
@@ -102,8 +102,8 @@ class _Reader:
                 self.caption(found)
 
     def caption(self, el: etree._Element) -> None:
-        cap = next((c for c in el if (_NAMES.get(c.tag) or local_name(c)) == "caption"), None)
-        label = next((c for c in el if (_NAMES.get(c.tag) or local_name(c)) == "label"), None)
+        cap = next((c for c in el if (TAG_NAMES.get(c.tag) or local_name(c)) == "caption"), None)
+        label = next((c for c in el if (TAG_NAMES.get(c.tag) or local_name(c)) == "label"), None)
         # lxml picks the rows and their entries out by tag, in C.
         ents = self.r.entities
         cells = tuple(
@@ -125,7 +125,7 @@ class _Reader:
         # The first title and label, read in one loop over the children.
         title_el = label_el = None
         for c in el:
-            cname = _NAMES.get(c.tag) or local_name(c)
+            cname = TAG_NAMES.get(c.tag) or local_name(c)
             if cname == "section-title":
                 if title_el is None:
                     title_el = c
@@ -145,7 +145,7 @@ class _Reader:
     def blocks(self, el: etree._Element, path: tuple[str, ...], kind: str) -> tuple[Section, ...]:
         subs: list[Section] = []
         for child in el:
-            name = _NAMES.get(child.tag) or local_name(child)
+            name = TAG_NAMES.get(child.tag) or local_name(child)
             if name in ("section", "acknowledgment", "appendices"):
                 if name == "appendices":
                     subs.extend(self.blocks(child, path, kind))
@@ -173,7 +173,7 @@ def _author(a: etree._Element, ents: bool) -> str:
             # Not all leaves: a name may sit deeper, ahead of a later child's.
             surname, given = _first(a, "surname"), _first(a, "given-name")
             break
-        name = _NAMES.get(c.tag) or local_name(c)
+        name = TAG_NAMES.get(c.tag) or local_name(c)
         if name == "surname":
             if surname is None:
                 surname = c

@@ -17,10 +17,10 @@ from .model import (
     Statement,
 )
 from .render import (
-    _NAMES,
     BLOCK,
     LOST,
     OWN_FIELD,
+    TAG_NAMES,
     Renderer,
     all_text,
     clean,
@@ -99,7 +99,7 @@ def _pruned(el: etree._Element, top: etree._Element) -> bool:
     while up is not None:
         if up is top:
             return False
-        if (_NAMES.get(up.tag) or local_name(up)) in _PRUNED:
+        if (TAG_NAMES.get(up.tag) or local_name(up)) in _PRUNED:
             return True
         up = up.getparent()
     return False
@@ -136,7 +136,7 @@ class _Reader:
         beside: list[etree._Element] = []
         keep_beside = name in _FLOATS and name not in ("table-wrap", "table-wrap-group")
         for c in el:
-            cname = _NAMES.get(c.tag) or local_name(c)
+            cname = TAG_NAMES.get(c.tag) or local_name(c)
             if cname == "label":
                 if label is None:
                     label = c
@@ -155,7 +155,7 @@ class _Reader:
                 for td in tr:
                     tag = td.tag  # compared first as is: most cells are in no namespace
                     if tag != "td" and tag != "th":
-                        cname = _NAMES.get(tag) or local_name(td)
+                        cname = TAG_NAMES.get(tag) or local_name(td)
                         if cname != "td" and cname != "th":
                             continue
                     if not len(td):
@@ -203,7 +203,7 @@ class _Reader:
         # lxml finds the candidates in C; each float is its figure or table, or the
         # parent of a caption (the first caption only, should a float have two).
         for found in each(el, "fig", "table-wrap", "caption"):
-            if (_NAMES.get(found.tag) or local_name(found)) == "caption":
+            if (TAG_NAMES.get(found.tag) or local_name(found)) == "caption":
                 owner = found.getparent()
                 if (
                     owner is None
@@ -220,7 +220,7 @@ class _Reader:
         """Walk a section-like container; return its subsections."""
         subs: list[Section] = []
         for child in el:
-            name = _NAMES.get(child.tag) or local_name(child)
+            name = TAG_NAMES.get(child.tag) or local_name(child)
             if name in ("sec", "book-part", "chapter", "ack", "app", "notes", "glossary", "bio"):
                 subs.append(self.section(child, path, kind))
             elif name in _PARA:
@@ -265,7 +265,7 @@ class _Reader:
         # The first title, label and metadata child, read in one loop.
         title_el = label_el = meta = None
         for c in el:
-            cname = _NAMES.get(c.tag) or local_name(c)
+            cname = TAG_NAMES.get(c.tag) or local_name(c)
             if cname == "title":
                 if title_el is None:
                     title_el = c
@@ -302,7 +302,9 @@ def _person(el: etree._Element, entities: bool = True) -> str:
     for c in el:
         # The tag compared as is first (no namespace, the usual), its local name else.
         tag = c.tag
-        name = tag if tag == "surname" or tag == "given-names" else _NAMES.get(tag) or local_name(c)
+        name = (
+            tag if tag == "surname" or tag == "given-names" else TAG_NAMES.get(tag) or local_name(c)
+        )
         if name == "surname":
             sur = c
         elif name == "given-names":
@@ -361,7 +363,7 @@ def _reference(ref: etree._Element, entities: bool = True) -> Reference:
     fields: dict[str, str] = {}
     authors: list[str] = []
     for c in cit.iter(*_REF_TAGS):
-        name = _NAMES.get(c.tag) or local_name(c)
+        name = TAG_NAMES.get(c.tag) or local_name(c)
         if name in _PERSON:  # the most of them
             authors.append(_person(c, entities))
         elif name == "pub-id":

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._xml import XmlError, local_name, parse_xml
 from ..files import Blob
+from ..safexml.parse import XmlError, local_name, parse_xml
 from .elsevier import read_elsevier
 from .jats import read_jats
 from .model import Document

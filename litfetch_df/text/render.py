@@ -224,7 +224,7 @@ def land_by_pieces(raw: str, citations: list[Cited], end: int) -> list[Cited]:
     return [(rid, landed[min(s, len(raw))], landed[min(e, len(raw))]) for rid, s, e in citations]
 
 
-_NAMES: dict[object, str] = {}
+TAG_NAMES: dict[object, str] = {}
 
 
 def local_name(element: etree._Element) -> str:
@@ -234,11 +234,11 @@ def local_name(element: etree._Element) -> str:
     """
     tag = element.tag
     try:
-        return _NAMES[tag]
+        return TAG_NAMES[tag]
     except KeyError:
         name = tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-        if len(_NAMES) < 4096:  # a hostile body cannot grow the memo without bound
-            _NAMES[tag] = name
+        if len(TAG_NAMES) < 4096:  # a hostile body cannot grow the memo without bound
+            TAG_NAMES[tag] = name
         return name
 
 
@@ -300,7 +300,7 @@ class Renderer:
 
     def _walk(self, el: etree._Element, parts: list[str], skip: frozenset[str], top: bool) -> None:
         # The memo looked up in place: this runs for every element of every paragraph.
-        name = _NAMES.get(el.tag) or local_name(el)
+        name = TAG_NAMES.get(el.tag) or local_name(el)
         if not top:
             if not name:  # a processing instruction: its text is not prose
                 self._tail(el, parts)
@@ -330,7 +330,7 @@ class Renderer:
         for child in el:
             # A plain inline leaf (<italic>, <sub>: most of them) is its text and its tail;
             # anything else, or a tag not yet memoised, takes the full walk.
-            child_name = _NAMES.get(child.tag)
+            child_name = TAG_NAMES.get(child.tag)
             if not child_name or child_name in skip or len(child):
                 self._walk(child, parts, skip, top=False)
             elif child_name not in _SPECIAL:

@@ -8,7 +8,8 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from litfetch_df import Session, cli
+from litfetch_df import Session
+from litfetch_df.cli import app as cli
 from tests.conftest import FAST_RETRY
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import CC_BY, CC_BY_NC, Article, BodyHome, LicenceStyle

@@ -13,7 +13,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from litfetch_df import cli
+from litfetch_df.cli import app as cli
 from tests.cli.support import SECRETS, ctrl_c_on_call, one_line_error, run
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import CC_BY, HOST_CROSSREF, HOST_S2
@@ -151,7 +151,7 @@ def test_interrupt_writes_the_finished_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame.steps import licences as licence_step
+    from litfetch_df.frame.engine.steps import licences as licence_step
 
     # The third article's licence presses Ctrl-C and never ends; the others finish.
     interrupting, _ = ctrl_c_on_call(licence_step.licence_work, 3, settle=True)

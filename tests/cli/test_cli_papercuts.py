@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 import litfetch_df as lf
-from litfetch_df import cli, demo
-from litfetch_df.frame import progress
+from litfetch_df import demo
+from litfetch_df.cli import app as cli
+from litfetch_df.frame.engine import progress
 from tests.cli.support import EXPORT, one_line_error, routed, run
 from tests.fake_upstream import FakeUpstream
 

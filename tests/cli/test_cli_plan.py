@@ -13,9 +13,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from litfetch_df import Session, cli
-from litfetch_df._quota import QuotaLedger
+from litfetch_df import Session
+from litfetch_df.cli import app as cli
 from litfetch_df.limits import published_limit
+from litfetch_df.store.quota import QuotaLedger
 from tests.cli.support import routed
 from tests.fake_upstream import FakeUpstream
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from litfetch_df import cli
+from litfetch_df.cli import app as cli
 from tests.cli.support import EXPORT, ctrl_c_on_call, one_line_error, run
 from tests.fake_upstream import FakeUpstream
 from tests.fakes.world import HOST_S2
@@ -378,7 +378,7 @@ def test_an_interrupt_during_the_downloads_says_the_steps_finished(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame.steps import downloads as download_step
+    from litfetch_df.frame.engine.steps import downloads as download_step
 
     # The second download presses Ctrl-C and never ends.
     interrupting, calls = ctrl_c_on_call(download_step.download_file_to, 2)
@@ -408,7 +408,7 @@ def test_an_interrupt_in_a_subset_of_steps_counts_the_unfinished_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from litfetch_df.frame.steps import licences as licence_step
+    from litfetch_df.frame.engine.steps import licences as licence_step
 
     # The third licence call presses Ctrl-C and never ends. (The first row waits for the
     # bulk OpenAlex lookup and gives its slot to the second, which finishes at once.)

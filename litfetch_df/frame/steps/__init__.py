@@ -1,9 +1,0 @@
-"""The steps of the row pipeline, one module each, as values the engine runs.
-
-:mod:`~litfetch_df.frame.steps.resolve` is the batch pre-pass over the whole
-frame; the others are :class:`~litfetch_df.frame.engine.UnitStep` values done
-once per id bundle: :mod:`~litfetch_df.frame.steps.bodies`,
-:mod:`~litfetch_df.frame.steps.files`, :mod:`~litfetch_df.frame.steps.licences`,
-:mod:`~litfetch_df.frame.steps.related`; :mod:`~litfetch_df.frame.steps.downloads`
-works on the long file-set frame, one unit per file.
-"""
