@@ -100,7 +100,8 @@ PROBE_EVERY = 100
 ROUND_RTTS = 2.0
 """A slow-start round is judged clean only on a request sent this many round trips (at
 most BURST_SECONDS) after its pace was set: earlier answers come while the host's burst
-still covers an overshoot, and at 300 ms they doubled the pace past the limit."""
+still covers an overshoot, and at 300 ms they doubled the pace past the limit. A pace a
+window of a second announced is judged on its first answer: only the places are found."""
 
 SRTT_GAIN = 0.125
 """Weight of each new round trip in the smoothed one (RFC 6298's 1/8)."""
@@ -268,6 +269,7 @@ class HostLimiter:
         self._slow_start = plan.start_rate < plan.max_rate
         self._bad = math.inf  # the slowest pace that drew a throttle
         self._announced = math.inf  # a rate ceiling the host announced
+        self._told = 0.0  # the pace a window of a second announces (0: none)
         self._announced_cap = 0  # an in-flight ceiling the host announced
         self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
         self._most_clean = 0  # the most in flight a clean answer was sent with
@@ -686,7 +688,9 @@ class HostLimiter:
             return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
         if self._slow_start:
-            if ticket.sent < self._round_start + min(BURST_SECONDS, ROUND_RTTS * self._srtt):
+            if self.rate > self._told and ticket.sent < self._round_start + min(
+                BURST_SECONDS, ROUND_RTTS * self._srtt
+            ):
                 return  # too early in its round to tell the pace from the host's burst
             # Double per round, but add at most one request in flight per round trip: a
             # long round trip shows an overshoot late, with many requests already out.
@@ -738,6 +742,8 @@ class HostLimiter:
             self._announce_rate(rate)
         if told.in_flight is not None:
             self._announced_cap = told.in_flight
+        if told.per_second is not None:
+            self._told = told.per_second
         for remaining, reset, quota in told.windows:
             if remaining is not None and reset is not None:
                 held = self._count_window(remaining, reset, quota, sent)

@@ -654,6 +654,33 @@ async def through_announcing_bucket(
     return statuses, upstream.throttled(SPRINGER), wall
 
 
+async def test_a_pace_announced_by_a_one_second_window_is_reached_a_round_trip_a_round() -> None:
+    # A host announcing 15 a second (X-RateLimit-* resetting within a second) at 300 ms: no
+    # round need wait two round trips for the host's burst to show an overshoot, since the
+    # pace it tests is one the host announced; only the in-flight places are still found,
+    # one round trip a round. Waiting two round trips a round, 90 % of the pace took 3.0 s.
+    clock = VirtualClock()
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    gate = HostGate(GateLimit(15.0, burst=15, announce=True))
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        verdict = gate.admit(clock.now())
+        gate.release()
+        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
+
+    upstream = Upstream(clock, latency=0.3, answer=answer)
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+    assert statuses == [200] * 200
+    times = upstream.times(SPRINGER)
+    reached = next(
+        b - times[0] for a, b in zip(times, times[13:], strict=False) if 13 / (b - a) >= 13.5
+    )
+    assert reached <= 2.4, reached
+
+
 async def test_a_token_bucket_announcing_whole_seconds_is_not_paced_at_one_a_second() -> None:
     # A host with a 10/s token bucket and no burst announces after every request that
     # nothing is left and the bucket refills within a second (whole seconds, rounded up):
