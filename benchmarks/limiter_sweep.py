@@ -125,6 +125,10 @@ async def _sweep(
         # The limiter alone is judged: the quota ledger would read the fake's per-second
         # X-RateLimit-* (Elsevier's) as the real service's weekly quota and defer rows.
         session._shared.quota = None
+        # Nor the published per-kind ceilings (limits.py): they would hold the drawn Europe
+        # PMC and Elsevier hosts to their published 10/s whatever their drawn limits, and the
+        # sweep judges what the limiter learns of a host (ADR 0007).
+        session._shared.ceilings = False
 
         async def one(k: int) -> None:
             nonlocal failed

@@ -44,16 +44,19 @@ import collections
 import logging
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from ._clock import Clock
-from ._http import (
-    SANE_WAIT,
-    Rate,
-    RetryPolicy,
-    UpstreamUnavailable,
-    parse_retry_after,
-    sane_seconds,
+from ._http import SANE_WAIT, Rate, RetryPolicy, parse_retry_after, sane_seconds
+from ._limiter_values import (
+    Ceiling,
+    HostLimit,
+    HostParked,
+    Lessons,
+    LimiterState,
+    Plan,
+    Ticket,
+    ceiling_for,
+    min_cap,
 )
 from ._rate_headers import BUDGET_HEADER_HOSTS, SCALABLE_HOSTS, is_pace_signal, read_limits
 from .limits import UNLISTED
@@ -63,6 +66,7 @@ log = logging.getLogger("litfetch_df.limiter")
 __all__ = [
     "BUDGET_HEADER_HOSTS",
     "SCALABLE_HOSTS",
+    "Ceiling",
     "HostLimit",
     "HostLimiter",
     "HostParked",
@@ -71,6 +75,7 @@ __all__ = [
     "LimiterState",
     "Plan",
     "Ticket",
+    "ceiling_for",
     "is_pace_signal",
     "plan_for",
 ]
@@ -120,52 +125,6 @@ UNLISTED_RATE: float = UNLISTED.per_second or 20.0
 UNLISTED_IN_FLIGHT: int = UNLISTED.in_flight or 8
 
 
-class HostParked(UpstreamUnavailable):
-    """A host asked to wait longer than the retry budget allows: its requests fail at once.
-
-    The message names the host and the wait (``<host> asked to wait <n> s``),
-    which is what a row's error column shows, so a re-run picks the row up.
-    """
-
-
-@dataclass(frozen=True, slots=True)
-class HostLimit:
-    """What the caller knows of one host's limit, for ``Session(host_limits=…)``.
-
-    ``rate`` is the most requests per second the host accepts and ``in_flight``
-    the most at once (``None``: not known). A known number is a hard ceiling the
-    limiter starts at and never exceeds; an unknown one is learned.
-    """
-
-    rate: float | None = None
-    in_flight: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
-            raise ValueError(f"rate must be a positive number of requests/s, got {self.rate!r}")
-        if self.in_flight is not None and self.in_flight < 1:
-            raise ValueError(f"in_flight must be at least 1, got {self.in_flight!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """Where a host's limiter starts and the hard ceilings it never passes.
-
-    ``max_rate`` is ``inf`` and ``max_in_flight`` ``0`` when unbounded; ``serial``
-    spaces each request from the previous *answer* (a host taking one at a time).
-    """
-
-    start_rate: float
-    max_rate: float
-    max_in_flight: int
-    serial: bool = False
-
-    @property
-    def bounded(self) -> bool:
-        """Whether the plan sets any limit (a rate ceiling or an in-flight cap)."""
-        return math.isfinite(self.max_rate) or self.max_in_flight != 0
-
-
 def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> Plan:
     """Return the starting point and ceilings for ``host`` first asked at ``rate``.
 
@@ -187,74 +146,11 @@ def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> Plan:
     # An unpublished guess of the library's own (Rate.UNPAYWALL) is a
     # ceiling, not a starting point: the guess may be too fast for the real host.
     max_rate = min(UNLISTED_RATE, rate.per_second)
-    max_in_flight = _min_cap(rate.max_in_flight, UNLISTED_IN_FLIGHT)
+    max_in_flight = min_cap(rate.max_in_flight, UNLISTED_IN_FLIGHT)
     # With no politeness ceiling at all (tests set UNLISTED_RATE to inf) there is nothing
     # to start below either.
     start = min(START_RATE, max_rate) if math.isfinite(UNLISTED_RATE) else max_rate
     return Plan(start, max_rate, max_in_flight)
-
-
-def _min_cap(a: int, b: int) -> int:
-    """The tighter of two in-flight caps, where ``0`` means unbounded."""
-    if not a:
-        return b
-    if not b:
-        return a
-    return min(a, b)
-
-
-@dataclass(frozen=True, slots=True)
-class Ticket:
-    """One granted request: the pacing it was sent under, to judge its answer by."""
-
-    rate: float
-    in_flight: int
-    epoch: int
-    """The throttle episode it was sent in: one reaction per episode."""
-    pressed: bool = field(default=False, kw_only=True)
-    """It waited for its start slot: the pace, not the demand, set when it went."""
-    crowded: bool = field(default=False, kw_only=True)
-    """It waited for an in-flight place: the cap, not the demand, held it back."""
-    sent: float = field(default=-math.inf, kw_only=True)
-    """When it went (the limiter's clock); ``-inf`` when not known."""
-    round: int = field(default=0, kw_only=True)
-    """The slow-start round (pace generation) it was sent in."""
-    on_wire: int = field(default=0, kw_only=True)
-    """Requests of this limiter unanswered as it went (it included)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lessons:
-    """What a limiter learned of its host, for a later session to start from.
-
-    The pace and in-flight cap it reached, the slowest pace that drew a throttle
-    (``learned``, ``inf`` when none did) and the in-flight cap a throttle taught
-    (``learned_cap``, ``0`` when none), whether it was still in slow start, and
-    how long it waits after a throttle before probing.
-    """
-
-    rate: float
-    cap: int
-    learned: float
-    learned_cap: int
-    slow_start: bool
-    probe_after: float
-    misses: int = 0
-    """Failed probes in a row: each doubles the calm the next probe waits for."""
-
-
-@dataclass(frozen=True, slots=True)
-class LimiterState:
-    """A snapshot of one host's limiter (see :attr:`Session.limits`)."""
-
-    host: str
-    rate: float
-    ceiling: float
-    in_flight_cap: int
-    requests: int
-    throttled: int
-    paused_for: float
-    parked: str | None
 
 
 class HostLimiter:
@@ -310,6 +206,8 @@ class HostLimiter:
         self._slot_lock: asyncio.Lock | None = None  # made on the loop that uses it
         self._answered: collections.deque[asyncio.Future[None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Send times of each published per-kind pool within the last minute (see Ceiling).
+        self._pools: dict[str, collections.deque[float]] = {}
         self.requests = 0
         self.throttled = 0
 
@@ -322,8 +220,8 @@ class HostLimiter:
     @property
     def cap(self) -> int:
         """In-flight places now (``0``: unbounded): Little's law within the ceilings."""
-        hard = _min_cap(_min_cap(self.plan.max_in_flight, self._announced_cap), self._learned_cap)
-        return _min_cap(hard, self._little())
+        hard = min_cap(min_cap(self.plan.max_in_flight, self._announced_cap), self._learned_cap)
+        return min_cap(hard, self._little())
 
     def _little(self) -> int:
         """Places the pace needs at the smoothed round trip (``0``: not known yet)."""
@@ -333,20 +231,36 @@ class HostLimiter:
 
     # -- granting --------------------------------------------------------------------------
 
-    async def acquire(self) -> Ticket:
+    async def acquire(self, ceiling: Ceiling | None = None) -> Ticket:
         """Wait for an in-flight place and the next start slot; return the grant.
 
-        Raises :class:`HostParked` while the host is parked.
+        ``ceiling`` is the published ceiling of this request's kind (:func:`ceiling_for`):
+        its slot also keeps to that. Raises :class:`HostParked` while the host is parked.
         """
         self._adopt_loop()
         self._check_parked()
         queued = await self._enter()
         try:
-            slot, pressed = await self._wait_slot()
+            slot, pressed = await self._wait_slot(ceiling)
         except BaseException:
             self._leave()
             raise
+        if ceiling is not None:
+            self._pools.setdefault(ceiling.pool, collections.deque()).append(slot)
         return self._grant(slot, pressed=pressed, crowded=queued and not pressed)
+
+    def _pool_free(self, ceiling: Ceiling | None, now: float) -> float:
+        """The earliest start a published per-kind ceiling allows (``-inf``: any)."""
+        sent = self._pools.get(ceiling.pool) if ceiling is not None else None
+        if ceiling is None or not sent:
+            return -math.inf
+        while sent and sent[0] <= now - 60.0:
+            sent.popleft()  # out of every window from now on
+        free = sent[-1] + 1.0 / ceiling.per_second if ceiling.per_second else -math.inf
+        if ceiling.per_minute and len(sent) >= ceiling.per_minute:
+            # The window is full: the next place frees a minute after the oldest send in it.
+            free = max(free, sent[-ceiling.per_minute] + 60.0)
+        return free
 
     def _grant(self, slot: float, *, pressed: bool, crowded: bool) -> Ticket:
         self._sending += 1
@@ -392,7 +306,7 @@ class HostLimiter:
                 answered.set_result(None)
         self._leave()
 
-    async def _wait_slot(self) -> tuple[float, bool]:
+    async def _wait_slot(self, ceiling: Ceiling | None = None) -> tuple[float, bool]:
         """Wait for the next start slot; return it and whether the pace (not a pause) set it.
 
         One request at a time waits for its slot, the others queue behind it (FIFO), so a
@@ -417,6 +331,8 @@ class HostLimiter:
                     slot = max(slot, self._last_end + self._interval())
                 if pressed is None:
                     pressed = queued or slot > free
+                # A published per-kind ceiling holds the request too, but tests no pace.
+                slot = max(slot, self._pool_free(ceiling, now))
                 cap = self.cap
                 if cap and self._sending >= cap:
                     # The cap fell below the places already taken (a concurrency throttle):
@@ -801,7 +717,7 @@ class HostLimiter:
         quiet time from now, as after a throttle.
         """
         self._bad = lessons.learned
-        self._learned_cap = _min_cap(self.plan.max_in_flight, lessons.learned_cap)
+        self._learned_cap = min_cap(self.plan.max_in_flight, lessons.learned_cap)
         self.rate = min(self._ceiling(), max(FLOOR_RATE, lessons.rate))
         self._slow_start = lessons.slow_start and self.rate < self._ceiling()
         self._quiet = lessons.probe_after

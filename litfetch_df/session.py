@@ -47,6 +47,7 @@ from ._limiter import (
     Lessons,
     LimiterFactory,
     LimiterState,
+    ceiling_for,
     is_pace_signal,
     plan_for,
 )
@@ -132,6 +133,9 @@ class _Shared:
     host_limits: Mapping[str, HostLimit] = field(default_factory=dict)
     limiters: dict[str, HostLimiter] = field(default_factory=dict)
     limiter_factory: LimiterFactory = HostLimiter
+    # Keep the published per-kind ceilings of limits.py (Ceiling): off only in the limiter
+    # sweep, which judges what the limiter learns of a drawn host.
+    ceilings: bool = True
     # What earlier sessions on the same table learned of each host (see Lessons).
     lessons: Mapping[str, Lessons] = field(default_factory=dict)
     requests_sent: int = 0
@@ -220,10 +224,13 @@ class Session:
     :class:`~litfetch_df.cache.ResponseCache`); ``offline=True`` answers only
     from it; ``refresh=True`` ignores stored entries but still records new ones.
 
-    Every host is paced by a limiter that learns its limit (ADR 0007);
+    Every host is paced by a limiter that learns its limit (ADR 0007), within
+    the published ceilings of :mod:`litfetch_df.limits` for each kind of request
+    (Springer Nature Basic's 100 a minute, Crossref's lists at 3/s);
     ``host_limits`` states what you know of a host's limit
     (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
-    never pass. ``clock`` replaces the real clock (tests pass a virtual one).
+    never pass, and a rate given there replaces the table's (another plan).
+    ``clock`` replaces the real clock (tests pass a virtual one).
     ``limiter_factory`` builds each host's limiter (default
     :class:`~litfetch_df._limiter.HostLimiter`); ``litfetch_df.dask`` passes
     one whose hosts share a politeness budget across a cluster (ADR 0013).
@@ -911,6 +918,14 @@ class Session:
         policy = shared.retry
         host = httpx.URL(url).host
         limiter = self._limiter(host, rate)
+        # The published ceiling of this kind of request (limits.py), kept whatever the pace;
+        # a rate the caller gives for the host (its own plan, e.g. Springer Premium) stands.
+        known = shared.host_limits.get(host.lower())
+        ceiling = (
+            ceiling_for(host, httpx.URL(url).path, params)
+            if shared.ceilings and (known is None or known.rate is None)
+            else None
+        )
         shown = redact_url(httpx.URL(url, params=params or {}))
         was_throttled = False
         for attempt in range(policy.max_attempts):
@@ -927,7 +942,7 @@ class Session:
                     self._note_failure(f"deferred: {spent}")
                     raise QuotaDeferred(f"{spent}: {method} {shown}") from None
             try:
-                ticket = await limiter.acquire()
+                ticket = await limiter.acquire(ceiling)
             except HostParked as parked:
                 _release(shared.quota, host, url, params)
                 reason = _reason(parked, host)
