@@ -252,10 +252,10 @@ class HostLimiter:
     def _pool_free(self, ceiling: Ceiling | None, now: float) -> float:
         """The earliest start a published per-kind ceiling allows (``-inf``: any)."""
         sent = self._pools.get(ceiling.pool) if ceiling is not None else None
-        if ceiling is None or not sent:
-            return -math.inf
         while sent and sent[0] <= now - 60.0:
             sent.popleft()  # out of every window from now on
+        if ceiling is None or not sent:
+            return -math.inf
         free = sent[-1] + 1.0 / ceiling.per_second if ceiling.per_second else -math.inf
         if ceiling.per_minute and len(sent) >= ceiling.per_minute:
             # The window is full: the next place frees a minute after the oldest send in it.

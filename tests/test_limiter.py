@@ -908,3 +908,18 @@ async def test_a_rate_the_caller_gives_replaces_the_tables_ceiling() -> None:
         await run_all(clock, calls)
         wall = clock.now() - started
     assert wall <= 31.0, wall
+
+
+async def test_a_pool_idle_for_a_minute_starts_afresh() -> None:
+    # Every send of the pool (Crossref's polite lists, 3/s) has left the window: the next
+    # request goes at once.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05)
+    params = {"filter": "doi:10.1/x", "mailto": "a@b.org"}
+    async with upstream.session() as s:
+        first = await clock.run(s.get(f"https://{CROSSREF}/works", params=params))
+        await clock.run(clock.sleep(61.0))
+        asked = clock.now()
+        second = await clock.run(s.get(f"https://{CROSSREF}/works", params=params))
+    assert first.status_code == second.status_code == 200
+    assert upstream.times(CROSSREF)[1] == asked
