@@ -16,7 +16,7 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   settled pace), never below what the host has provably admitted, and the whole
   host is held for the later of its ``Retry-After`` and a back-off. Afterwards the
   pace settles between the fastest clean pace and the slowest throttled one,
-  probing halfway up only once the calm since the hold ended makes the expected
+  probing halfway up (on a ratio scale) only once the calm since the hold ended makes the expected
   gain (at even odds) cover a failure's hold, and not while the host has drawn a
   429 per PROBE_EVERY requests; each failed probe in a row doubles the wait.
 * **What a host says is obeyed.** ``Retry-After`` (seconds or HTTP date) holds the
@@ -27,8 +27,8 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   publishes for gets the politeness ceiling of :data:`litfetch_df.limits.UNLISTED`.
 
 Eight tuning constants, each with its reason below. The other numbers are the rules
-themselves, not tuning: slow start and the back-off double, a probe bisects, and its
-odds of holding are taken as even.
+themselves, not tuning: slow start and the back-off double, a probe bisects (at the
+geometric mean), and its odds of holding are taken as even.
 
 (About 840 lines, over the project's 650: the rules are a few hundred lines; the rest
 is the park/hold bookkeeping the session relies on and the value types the session
@@ -615,12 +615,14 @@ class HostLimiter:
             if self.rate >= ceiling:
                 self._slow_start = False
         elif self.rate < ceiling:
-            # A probe halfway to the slowest throttled pace (or double, if none throttled),
+            # A probe halfway to the slowest throttled pace on a ratio scale (their geometric
+            # mean: paces double and halve), or double if none throttled,
             # once its expected gain (the time it would have saved over the calm stretch so
             # far, at even odds of holding) covers what its failure costs (one throttle and
             # its hold): rare after a long hold.
             target = min(
-                ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
+                ceiling,
+                math.sqrt(self.rate * self._bad) if math.isfinite(self._bad) else 2 * self.rate,
             )
             calm = now - self._calm_since
             if self._round == self._probe_round:

@@ -810,6 +810,25 @@ def test_lessons_never_lift_a_limiter_above_its_own_plan() -> None:
     assert state.rate <= 3.0 and state.ceiling <= 3.0 and state.in_flight_cap <= 2
 
 
+def test_a_probe_bisects_the_pace_on_a_ratio_scale() -> None:
+    # Between a pace that holds (5/s) and the slowest throttled one (20/s) a probe goes to
+    # their geometric mean, 10/s: paces double and halve, so "halfway" is on a ratio scale.
+    # The arithmetic halfway, 12.5/s, overshot the hosts a slow start's 20/s refusal left
+    # between 7 and 13/s (and drew a 15 s hold where the host's Retry-After was 15 s).
+    clock = VirtualClock()
+    limiter = _limiter.HostLimiter(
+        SPRINGER, _limiter.plan_for(SPRINGER, Rate.DEFAULT), clock, POLICY
+    )
+    limiter.resume(
+        _limiter.Lessons(
+            rate=5.0, cap=8, learned=20.0, learned_cap=0, slow_start=False, probe_after=0.0
+        )
+    )
+    ticket = _limiter.Ticket(5.0, 1, 0, pressed=True, sent=clock.now(), round=0)
+    limiter.observe(ticket, 200, {}, throttled=False)
+    assert limiter.rate == pytest.approx(10.0)
+
+
 # -- published per-kind ceilings (limits.py): hard ceilings, never probed past ----------------
 
 
