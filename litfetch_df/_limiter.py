@@ -25,16 +25,19 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   (read by :mod:`litfetch_df._rate_headers`) set ceilings and count what is left of
   a window. A published limit is a hard ceiling, never probed past; a host nobody
   publishes for gets the politeness ceiling of :data:`litfetch_df.limits.UNLISTED`.
+  A request's own kind may have a tighter published ceiling (:class:`Ceiling`, from
+  :mod:`litfetch_df.limits`: Springer Nature Basic's 100 a minute, Crossref's lists at
+  3/s): its slot keeps to that too, the per-minute figure as a window of 60 s.
 
 Eight tuning constants, each with its reason below. The other numbers are the rules
 themselves, not tuning: slow start and the back-off double, a probe bisects (at the
 geometric mean), and its odds of holding are taken as even.
 
-(About 840 lines, over the project's 650: the rules are a few hundred lines; the rest
-is the park/hold bookkeeping the session relies on and the value types the session
-and the Dask coordinator share (HostLimit, Plan, Ticket, Lessons, LimiterState). The
-header parsing is in :mod:`litfetch_df._rate_headers`; see
-docs/adr/0007-adaptive-host-limiter.md.)
+(About 770 lines, over the project's 650: the rules are a few hundred lines; the rest
+is the granting, park and hold bookkeeping the session and the Dask coordinator rely on
+(one object, since the rules read and reset it on every answer). The value types are in
+:mod:`litfetch_df._limiter_values`, the header parsing in
+:mod:`litfetch_df._rate_headers`; see docs/adr/0007-adaptive-host-limiter.md.)
 """
 
 from __future__ import annotations
