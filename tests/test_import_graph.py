@@ -70,6 +70,7 @@ PLACED: dict[str, str] = {
     "litfetch_df._netguard": "http",
     "litfetch_df._limiter": "http",
     "litfetch_df._limiter_values": "http",
+    "litfetch_df._limiter_slots": "http",
     "litfetch_df._rate_headers": "http",
     "litfetch_df._quota": "http",
     "litfetch_df.session": "session",
