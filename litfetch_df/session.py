@@ -921,11 +921,10 @@ class Session:
         # The published ceiling of this kind of request (limits.py), kept whatever the pace;
         # a rate the caller gives for the host (its own plan, e.g. Springer Premium) stands.
         known = shared.host_limits.get(host.lower())
-        ceiling = (
-            ceiling_for(host, httpx.URL(url).path, params)
-            if shared.ceilings and (known is None or known.rate is None)
-            else None
-        )
+        ceiling = None
+        if shared.ceilings and (known is None or known.rate is None):
+            target = httpx.URL(url).copy_merge_params(params or {})  # as the client sends it
+            ceiling = ceiling_for(host, target.path, dict(target.params))
         shown = redact_url(httpx.URL(url, params=params or {}))
         was_throttled = False
         for attempt in range(policy.max_attempts):

@@ -942,3 +942,18 @@ async def test_a_pool_idle_for_a_minute_starts_afresh() -> None:
         second = await clock.run(s.get(f"https://{CROSSREF}/works", params=params))
     assert first.status_code == second.status_code == 200
     assert upstream.times(CROSSREF)[1] == asked
+
+
+async def test_a_query_written_into_the_url_still_names_the_requests_kind() -> None:
+    # A Crossref list call whose filter is in the URL itself is a list call (3/s polite).
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.02)
+    async with upstream.session() as s:
+        calls = [
+            s.get(
+                f"https://{CROSSREF}/works?filter=doi:10.1/{k}&mailto=a@b.org", rate=Rate.CROSSREF
+            )
+            for k in range(8)
+        ]
+        await run_all(clock, calls)
+    assert min(gaps(upstream.times(CROSSREF))) >= 1 / 3 - EPS
