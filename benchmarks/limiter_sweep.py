@@ -127,8 +127,12 @@ async def _sweep(
         # X-RateLimit-* (Elsevier's) as the real service's weekly quota and defer rows.
         shared = session._shared
         shared.quota = None
+        # Nor the published per-kind ceilings (limits.py): they would hold the drawn Europe
+        # PMC and Elsevier hosts to their published 10/s whatever their drawn limits, and the
+        # sweep judges what the limiter learns of a host (ADR 0007).
         if shared.sender is not None:
             shared.sender.budget = None
+            shared.sender.ceilings = False
 
         async def one(k: int) -> None:
             nonlocal failed

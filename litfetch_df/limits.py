@@ -29,6 +29,7 @@ __all__ = [
     "published_limit",
     "quota_calls",
     "request_kind",
+    "tier_of",
 ]
 
 Kind = Literal["single", "list", "search", "fulltext", "file"]
@@ -255,3 +256,17 @@ def request_kind(host: str, path: str, params: Mapping[str, str] | None = None) 
     if name == "pmc-oa-opendata.s3.amazonaws.com":
         return "list" if tail == "" or "list-type" in query or "prefix" in query else "file"
     return "single"
+
+
+def tier_of(host: str, params: Mapping[str, object] | None) -> str:
+    """The tier a request lands on, from what it carries (a key, a contact)."""
+    query = params or {}
+    if host == "api.openalex.org":
+        return "keyed" if query.get("api_key") else "keyless"
+    if host == "api.crossref.org":
+        return "polite" if query.get("mailto") else "public"
+    if host == "api.elsevier.com":
+        return "keyed"
+    if host == "api.springernature.com":
+        return "basic"
+    return "any"

@@ -136,10 +136,13 @@ class Session:
     :class:`~litfetch_df.store.cache.ResponseCache`); ``offline=True`` answers only
     from it; ``refresh=True`` ignores stored entries but still records new ones.
 
-    Every host is paced by a limiter that learns its limit (ADR 0007);
+    Every host is paced by a limiter that learns its limit (ADR 0007), within
+    the published ceilings of :mod:`litfetch_df.limits` for each kind of request
+    (Springer Nature Basic's 100 a minute, Crossref's lists at 3/s);
     ``host_limits`` states what you know of a host's limit
     (``{"api.springernature.com": HostLimit(rate=5)}``), a ceiling it will
-    never pass. ``clock`` replaces the real clock (tests pass a virtual one).
+    never pass, and a rate given there replaces the table's (another plan).
+    ``clock`` replaces the real clock (tests pass a virtual one).
     ``limiter_factory`` builds each host's limiter (default
     :class:`~litfetch_df.wire.limiter.HostLimiter`); ``litfetch_df.dask`` passes
     one whose hosts share a politeness budget across a cluster (ADR 0013).

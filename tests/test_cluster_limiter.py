@@ -263,3 +263,39 @@ def test_a_coordinator_whose_worker_died_is_replaced() -> None:
     client.workers.clear()  # the worker holding it is gone: the scheduler knows no copy
     second = cluster_limiter(client)
     assert second is not first and len(client.made) == 2
+
+
+async def test_the_coordinator_keeps_a_published_per_kind_ceiling_for_every_worker(
+    fake: FakeUpstream,
+) -> None:
+    # Europe PMC publishes 10/s and 500 a minute for every endpoint (limits.py): two
+    # workers asking through the coordinator keep both together, not each on its own.
+    epmc = "www.ebi.ac.uk"
+    fake.route(epmc, r"/europepmc/.+", FakeResponse(200, {"resultList": {"result": []}}))
+    clock = VirtualClock()
+    coordinator = ClusterLimiter(clock=clock)
+    factory = limiter_factory(LocalLink(coordinator))
+    sessions = [
+        Session(
+            client_factory=fake.client_factory(clock=clock),
+            retry=RETRY,
+            clock=clock,
+            host_limits={epmc: HostLimit(in_flight=8)},
+            limiter_factory=factory,
+        )
+        for _ in range(2)
+    ]
+    search = f"https://{epmc}/europepmc/webservices/rest/search"
+
+    async def worker(session: Session, w: int) -> None:
+        async with session:
+            await asyncio.gather(
+                *(session.get(search, params={"query": f"DOI:{w}-{k}"}) for k in range(300))
+            )
+
+    await clock.run(asyncio.gather(*(worker(s, w) for w, s in enumerate(sessions))))
+    times = sorted(r.at for r in fake.requests(epmc))
+    assert len(times) == 600
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.1 - 1e-9
+    assert all(b - a >= 60.0 - 1e-9 for a, b in zip(times, times[500:], strict=False))
+    await coordinator.close()

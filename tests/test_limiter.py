@@ -655,6 +655,33 @@ async def through_announcing_bucket(
     return statuses, upstream.throttled(SPRINGER), wall
 
 
+async def test_a_pace_announced_by_a_one_second_window_is_reached_a_round_trip_a_round() -> None:
+    # A host announcing 15 a second (X-RateLimit-* resetting within a second) at 300 ms: no
+    # round need wait two round trips for the host's burst to show an overshoot, since the
+    # pace it tests is one the host announced; only the in-flight places are still found,
+    # one round trip a round. Waiting two round trips a round, 90 % of the pace took 3.0 s.
+    clock = VirtualClock()
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    gate = HostGate(GateLimit(15.0, burst=15, announce=True))
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        verdict = gate.admit(clock.now())
+        gate.release()
+        return httpx.Response(200 if verdict.admitted else 429, headers=verdict.headers)
+
+    upstream = Upstream(clock, latency=0.3, answer=answer)
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+    assert statuses == [200] * 200
+    times = upstream.times(SPRINGER)
+    reached = next(
+        b - times[0] for a, b in zip(times, times[13:], strict=False) if 13 / (b - a) >= 13.5
+    )
+    assert reached <= 2.4, reached
+
+
 async def test_a_token_bucket_announcing_whole_seconds_is_not_paced_at_one_a_second() -> None:
     # A host with a 10/s token bucket and no burst announces after every request that
     # nothing is left and the bucket refills within a second (whole seconds, rounded up):
@@ -782,3 +809,154 @@ def test_lessons_never_lift_a_limiter_above_its_own_plan() -> None:
     limiter.resume(lessons)
     state = limiter.state()
     assert state.rate <= 3.0 and state.ceiling <= 3.0 and state.in_flight_cap <= 2
+
+
+def test_a_probe_bisects_the_pace_on_a_ratio_scale() -> None:
+    # Between a pace that holds (5/s) and the slowest throttled one (20/s) a probe goes to
+    # their geometric mean, 10/s: paces double and halve, so "halfway" is on a ratio scale.
+    # The arithmetic halfway, 12.5/s, overshot the hosts a slow start's 20/s refusal left
+    # between 7 and 13/s (and drew a 15 s hold where the host's Retry-After was 15 s).
+    clock = VirtualClock()
+    limiter = _limiter.HostLimiter(
+        SPRINGER, _limiter.plan_for(SPRINGER, Rate.DEFAULT), clock, POLICY
+    )
+    limiter.resume(
+        _limiter.Lessons(
+            rate=5.0, cap=8, learned=20.0, learned_cap=0, slow_start=False, probe_after=0.0
+        )
+    )
+    ticket = _limiter.Ticket(5.0, 1, 0, pressed=True, sent=clock.now(), round=0)
+    limiter.observe(ticket, 200, {}, throttled=False)
+    assert limiter.rate == pytest.approx(10.0)
+
+
+# -- published per-kind ceilings (limits.py): hard ceilings, never probed past ----------------
+
+
+def test_a_request_finds_its_published_ceiling_by_kind_and_tier() -> None:
+    from litfetch_df.wire.limiter import Ceiling, ceiling_for
+
+    meta = ceiling_for(SPRINGER, "/meta/v2/json", {"q": "doi:10.1/x", "api_key": "k"})
+    full = ceiling_for(SPRINGER, "/openaccess/jats", {"q": "doi:10.1/x"})
+    # Springer Nature Basic: 100 a minute, one pool for its list and full-text rows.
+    assert meta is not None and meta == full == Ceiling(meta.pool, None, 100)
+    polite = {"mailto": "a@b.org", "filter": "doi:10.1/x"}
+    lists = ceiling_for(CROSSREF, "/works", polite)
+    single = ceiling_for(CROSSREF, "/works/10.1/x", {"mailto": "a@b.org"})
+    assert lists is not None and lists.per_second == 3.0
+    assert single is not None and single.per_second == 10.0 and single.pool != lists.pool
+    assert ceiling_for(CROSSREF, "/works", {"filter": "doi:10.1/x"}).per_second == 1.0  # type: ignore[union-attr]
+    assert ceiling_for(EPMC, "/europepmc/webservices/rest/search", {}).per_minute == 500  # type: ignore[union-attr]
+    assert ceiling_for(UNPAYWALL, "/v2/10.1/x", {}) is None  # a quota, no rate
+    assert ceiling_for("example.org", "/a", {}) is None
+
+
+def _minute_window(
+    clock: VirtualClock, per_minute: int
+) -> Callable[[httpx.Request], httpx.Response]:
+    """A host counting the clock's minutes, as Springer Nature and Europe PMC are modelled."""
+    counted: dict[int, int] = {}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        minute = math.floor(clock.now() / 60.0)
+        counted[minute] = counted.get(minute, 0) + 1
+        return httpx.Response(429 if counted[minute] > per_minute else 200, json={})
+
+    return answer
+
+
+async def test_springer_basics_hundred_a_minute_is_a_window_never_passed() -> None:
+    # 250 Springer Nature Meta requests to a host that would take 20/s: the first 100 go
+    # at the pace, then each next one waits until the oldest of the last 100 is a minute
+    # old. No 429, and the run takes two minutes and a bit, not more.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05, answer=_minute_window(clock, 100))
+    n = 250
+    async with upstream.session() as s:
+        started = clock.now()
+        statuses = await run_all(
+            clock,
+            [s.get(f"https://{SPRINGER}/meta/v2/json", params={"q": f"doi:{k}"}) for k in range(n)],
+        )
+        wall = clock.now() - started
+    assert statuses == [200] * n
+    assert upstream.throttled(SPRINGER) == 0
+    times = upstream.times(SPRINGER)
+    assert all(b - a >= 60.0 - EPS for a, b in zip(times, times[100:], strict=False))
+    assert 120.0 <= wall <= 125.0, wall
+
+
+async def test_a_published_per_second_ceiling_spaces_its_kind_only() -> None:
+    # Crossref's polite pool: lists at 3/s, single records at 10/s, on one host.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.02)
+    async with upstream.session() as s:
+        lists = [
+            s.get(
+                f"https://{CROSSREF}/works",
+                params={"filter": f"doi:10.1/{k}", "mailto": "a@b.org"},
+                rate=Rate.CROSSREF,
+            )
+            for k in range(12)
+        ]
+        await run_all(clock, lists)
+        list_times = upstream.times(CROSSREF)
+        singles = [
+            s.get(
+                f"https://{CROSSREF}/works/10.1/{k}",
+                params={"mailto": "a@b.org"},
+                rate=Rate.CROSSREF,
+            )
+            for k in range(20)
+        ]
+        await run_all(clock, singles)
+        single_times = upstream.times(CROSSREF)[12:]
+    assert min(gaps(list_times)) >= 1 / 3 - EPS
+    assert min(gaps(single_times)) < 1 / 3  # the single records' pool is the faster one
+    assert min(gaps(single_times)) >= 1 / 10 - EPS
+
+
+async def test_a_rate_the_caller_gives_replaces_the_tables_ceiling() -> None:
+    # A Springer Nature Premium key: the caller says 5/s, and the table's Basic 100 a
+    # minute no longer holds the host (150 requests in about 30 s, not over a minute).
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05)
+    n = 150
+    async with upstream.session(host_limits={SPRINGER: HostLimit(rate=5.0)}) as s:
+        started = clock.now()
+        calls = [s.get(f"https://{SPRINGER}/meta/v2/json", params={"q": f"{k}"}) for k in range(n)]
+        await run_all(clock, calls)
+        wall = clock.now() - started
+    assert wall <= 31.0, wall
+
+
+async def test_a_pool_idle_for_a_minute_starts_afresh() -> None:
+    # Every send of the pool (Crossref's polite lists, 3/s) has left the window: the next
+    # request goes at once.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05)
+    params = {"filter": "doi:10.1/x", "mailto": "a@b.org"}
+    async with upstream.session() as s:
+        first = await clock.run(s.get(f"https://{CROSSREF}/works", params=params))
+        await clock.run(clock.sleep(61.0))
+        asked = clock.now()
+        second = await clock.run(s.get(f"https://{CROSSREF}/works", params=params))
+    assert first.status_code == second.status_code == 200
+    assert upstream.times(CROSSREF)[1] == asked
+
+
+async def test_a_query_written_into_the_url_still_names_the_requests_kind() -> None:
+    # A Crossref list call whose filter and contact are in the URL itself is a polite list
+    # call (3/s), not a public one (1/s).
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.02)
+    async with upstream.session() as s:
+        calls = [
+            s.get(
+                f"https://{CROSSREF}/works?filter=doi:10.1/{k}&mailto=a@b.org", rate=Rate.CROSSREF
+            )
+            for k in range(8)
+        ]
+        await run_all(clock, calls)
+    spacing = gaps(upstream.times(CROSSREF))
+    assert min(spacing) >= 1 / 3 - EPS and max(spacing) < 0.5, spacing

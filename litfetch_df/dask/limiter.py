@@ -31,7 +31,15 @@ from typing import Any, Final, Protocol
 
 from ..wire.clock import Clock, SystemClock
 from ..wire.http import RetryPolicy
-from ..wire.limiter import HostLimiter, HostParked, LimiterFactory, LimiterState, Plan, Ticket
+from ..wire.limiter import (
+    Ceiling,
+    HostLimiter,
+    HostParked,
+    LimiterFactory,
+    LimiterState,
+    Plan,
+    Ticket,
+)
 
 __all__ = [
     "COORDINATED_HOSTS",
@@ -141,11 +149,16 @@ class ClusterLimiter:
             self._hosts[host] = limiter
         return limiter
 
-    async def acquire(self, host: str, plan: Plan, policy: RetryPolicy) -> _RemoteTicket | str:
-        """Wait for ``host``'s next slot and place; return the grant, or why it is parked."""
+    async def acquire(
+        self, host: str, plan: Plan, policy: RetryPolicy, ceiling: Ceiling | None = None
+    ) -> _RemoteTicket | str:
+        """Wait for ``host``'s next slot and place; return the grant, or why it is parked.
+
+        ``ceiling``: the published ceiling of the request's kind, kept cluster-wide.
+        """
         limiter = self._limiter(host, plan, policy)
         try:
-            ticket = await limiter.acquire()
+            ticket = await limiter.acquire(ceiling)
         except HostParked as parked:
             return str(parked)
         now = self._clock.now()
@@ -325,14 +338,15 @@ class ClusterHostLimiter(HostLimiter):
         # before it observes the answer, and the two travel to the coordinator together.
         self._unreported: dict[int, _ClusterTicket] = {}
 
-    async def acquire(self) -> Ticket:
+    async def acquire(self, ceiling: Ceiling | None = None) -> Ticket:
         """Wait for the coordinator's slot and place for this host; return the grant.
 
+        ``ceiling`` (the request kind's published ceiling) is kept by the coordinator.
         Raises :class:`HostParked` when the host is parked here or cluster-wide.
         """
         if self.parked is not None:
             raise HostParked(self.parked)
-        remote = await self._link.call("acquire", self.host, self.plan, self.policy)
+        remote = await self._link.call("acquire", self.host, self.plan, self.policy, ceiling)
         if isinstance(remote, str):
             raise HostParked(remote)
         self.requests += 1

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..limits import Kind, Limit, published_limit, quota_calls, request_kind
+from ..limits import Kind, Limit, published_limit, quota_calls, request_kind, tier_of
 from ..wire.http import QuotaDeferred, get_logger
 from .atomic import write_atomic
 
@@ -46,20 +46,6 @@ class QuotaUse:
     quota: int | None
     remaining: int | None
     resets_at: float | None
-
-
-def tier_of(host: str, params: Mapping[str, object] | None) -> str:
-    """The tier a request lands on, from what it carries (a key, a contact)."""
-    query = params or {}
-    if host == "api.openalex.org":
-        return "keyed" if query.get("api_key") else "keyless"
-    if host == "api.crossref.org":
-        return "polite" if query.get("mailto") else "public"
-    if host == "api.elsevier.com":
-        return "keyed"
-    if host == "api.springernature.com":
-        return "basic"
-    return "any"
 
 
 def _period_key(period: str, now: float) -> str:

@@ -16,7 +16,7 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   settled pace), never below what the host has provably admitted, and the whole
   host is held for the later of its ``Retry-After`` and a back-off. Afterwards the
   pace settles between the fastest clean pace and the slowest throttled one,
-  probing halfway up only once the calm since the hold ended makes the expected
+  probing halfway up (on a ratio scale) only once the calm since the hold ended makes the expected
   gain (at even odds) cover a failure's hold, and not while the host has drawn a
   429 per PROBE_EVERY requests; each failed probe in a row doubles the wait.
 * **What a host says is obeyed.** ``Retry-After`` (seconds or HTTP date) holds the
@@ -25,36 +25,43 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   (read by :mod:`litfetch_df.wire.rate_headers`) set ceilings and count what is left of
   a window. A published limit is a hard ceiling, never probed past; a host nobody
   publishes for gets the politeness ceiling of :data:`litfetch_df.limits.UNLISTED`.
+  A request's own kind may have a tighter published ceiling (:class:`Ceiling`, from
+  :mod:`litfetch_df.limits`: Springer Nature Basic's 100 a minute, Crossref's lists at
+  3/s): its slot keeps to that too, the per-minute figure as a window of 60 s.
 
 Eight tuning constants, each with its reason below. The other numbers are the rules
-themselves, not tuning: slow start and the back-off double, a probe bisects, and its
-odds of holding are taken as even.
+themselves, not tuning: slow start and the back-off double, a probe bisects (at the
+geometric mean), and its odds of holding are taken as even.
 
-(About 840 lines, over the project's 550: the rules are a few hundred lines; the rest
-is the park/hold bookkeeping the session relies on and the value types the session
-and the Dask coordinator share (HostLimit, Plan, Ticket, Lessons, LimiterState). The
-header parsing is in :mod:`litfetch_df.wire.rate_headers`; see
-docs/adr/0007-adaptive-host-limiter.md.)
+The rules are this module; the queue, slots, holds and parking they drive are
+:mod:`litfetch_df.wire.limiter_slots`, the value types :mod:`litfetch_df.wire.limiter_values`,
+the header parsing :mod:`litfetch_df.wire.rate_headers`; see
+docs/adr/0007-adaptive-host-limiter.md.
+
+(About 570 lines, over the project's 550: the rules of one host's pace, each with the
+reason it is there, read best in one place.)
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import logging
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from ..limits import UNLISTED
 from .clock import Clock
-from .http import (
-    SANE_WAIT,
-    Rate,
-    RetryPolicy,
-    UpstreamUnavailable,
-    parse_retry_after,
-    sane_seconds,
+from .http import Rate, RetryPolicy, sane_seconds
+from .limiter_slots import Slots
+from .limiter_values import (
+    Ceiling,
+    HostLimit,
+    HostParked,
+    Lessons,
+    LimiterState,
+    Plan,
+    Ticket,
+    ceiling_for,
+    min_cap,
 )
 from .rate_headers import BUDGET_HEADER_HOSTS, SCALABLE_HOSTS, is_pace_signal, read_limits
 
@@ -63,6 +70,7 @@ log = logging.getLogger("litfetch_df.limiter")
 __all__ = [
     "BUDGET_HEADER_HOSTS",
     "SCALABLE_HOSTS",
+    "Ceiling",
     "HostLimit",
     "HostLimiter",
     "HostParked",
@@ -71,6 +79,7 @@ __all__ = [
     "LimiterState",
     "Plan",
     "Ticket",
+    "ceiling_for",
     "is_pace_signal",
     "plan_for",
 ]
@@ -100,7 +109,8 @@ PROBE_EVERY = 100
 ROUND_RTTS = 2.0
 """A slow-start round is judged clean only on a request sent this many round trips (at
 most BURST_SECONDS) after its pace was set: earlier answers come while the host's burst
-still covers an overshoot, and at 300 ms they doubled the pace past the limit."""
+still covers an overshoot, and at 300 ms they doubled the pace past the limit. A pace a
+window of a second announced is judged on its first answer: only the places are found."""
 
 SRTT_GAIN = 0.125
 """Weight of each new round trip in the smoothed one (RFC 6298's 1/8)."""
@@ -117,52 +127,6 @@ limiting, and its holds (Retry-After, back-off) slow it further anyway."""
 
 UNLISTED_RATE: float = UNLISTED.per_second or 20.0
 UNLISTED_IN_FLIGHT: int = UNLISTED.in_flight or 8
-
-
-class HostParked(UpstreamUnavailable):
-    """A host asked to wait longer than the retry budget allows: its requests fail at once.
-
-    The message names the host and the wait (``<host> asked to wait <n> s``),
-    which is what a row's error column shows, so a re-run picks the row up.
-    """
-
-
-@dataclass(frozen=True, slots=True)
-class HostLimit:
-    """What the caller knows of one host's limit, for ``Session(host_limits=…)``.
-
-    ``rate`` is the most requests per second the host accepts and ``in_flight``
-    the most at once (``None``: not known). A known number is a hard ceiling the
-    limiter starts at and never exceeds; an unknown one is learned.
-    """
-
-    rate: float | None = None
-    in_flight: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
-            raise ValueError(f"rate must be a positive number of requests/s, got {self.rate!r}")
-        if self.in_flight is not None and self.in_flight < 1:
-            raise ValueError(f"in_flight must be at least 1, got {self.in_flight!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """Where a host's limiter starts and the hard ceilings it never passes.
-
-    ``max_rate`` is ``inf`` and ``max_in_flight`` ``0`` when unbounded; ``serial``
-    spaces each request from the previous *answer* (a host taking one at a time).
-    """
-
-    start_rate: float
-    max_rate: float
-    max_in_flight: int
-    serial: bool = False
-
-    @property
-    def bounded(self) -> bool:
-        """Whether the plan sets any limit (a rate ceiling or an in-flight cap)."""
-        return math.isfinite(self.max_rate) or self.max_in_flight != 0
 
 
 def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> Plan:
@@ -186,88 +150,25 @@ def plan_for(host: str, rate: Rate, known: HostLimit | None = None) -> Plan:
     # An unpublished guess of the library's own (Rate.UNPAYWALL) is a
     # ceiling, not a starting point: the guess may be too fast for the real host.
     max_rate = min(UNLISTED_RATE, rate.per_second)
-    max_in_flight = _min_cap(rate.max_in_flight, UNLISTED_IN_FLIGHT)
+    max_in_flight = min_cap(rate.max_in_flight, UNLISTED_IN_FLIGHT)
     # With no politeness ceiling at all (tests set UNLISTED_RATE to inf) there is nothing
     # to start below either.
     start = min(START_RATE, max_rate) if math.isfinite(UNLISTED_RATE) else max_rate
     return Plan(start, max_rate, max_in_flight)
 
 
-def _min_cap(a: int, b: int) -> int:
-    """The tighter of two in-flight caps, where ``0`` means unbounded."""
-    if not a:
-        return b
-    if not b:
-        return a
-    return min(a, b)
+class HostLimiter(Slots):
+    """The adaptive pacing of one host; shared by every request a session sends it.
 
-
-@dataclass(frozen=True, slots=True)
-class Ticket:
-    """One granted request: the pacing it was sent under, to judge its answer by."""
-
-    rate: float
-    in_flight: int
-    epoch: int
-    """The throttle episode it was sent in: one reaction per episode."""
-    pressed: bool = field(default=False, kw_only=True)
-    """It waited for its start slot: the pace, not the demand, set when it went."""
-    crowded: bool = field(default=False, kw_only=True)
-    """It waited for an in-flight place: the cap, not the demand, held it back."""
-    sent: float = field(default=-math.inf, kw_only=True)
-    """When it went (the limiter's clock); ``-inf`` when not known."""
-    round: int = field(default=0, kw_only=True)
-    """The slow-start round (pace generation) it was sent in."""
-    on_wire: int = field(default=0, kw_only=True)
-    """Requests of this limiter unanswered as it went (it included)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lessons:
-    """What a limiter learned of its host, for a later session to start from.
-
-    The pace and in-flight cap it reached, the slowest pace that drew a throttle
-    (``learned``, ``inf`` when none did) and the in-flight cap a throttle taught
-    (``learned_cap``, ``0`` when none), whether it was still in slow start, and
-    how long it waits after a throttle before probing.
+    The queue, slots, holds and parking are :class:`~litfetch_df.wire.limiter_slots.Slots`'.
     """
 
-    rate: float
-    cap: int
-    learned: float
-    learned_cap: int
-    slow_start: bool
-    probe_after: float
-    misses: int = 0
-    """Failed probes in a row: each doubles the calm the next probe waits for."""
-
-
-@dataclass(frozen=True, slots=True)
-class LimiterState:
-    """A snapshot of one host's limiter (see :attr:`Session.limits`)."""
-
-    host: str
-    rate: float
-    ceiling: float
-    in_flight_cap: int
-    requests: int
-    throttled: int
-    paused_for: float
-    parked: str | None
-
-
-class HostLimiter:
-    """The adaptive pacing of one host; shared by every request a session sends it."""
-
     def __init__(self, host: str, plan: Plan, clock: Clock, policy: RetryPolicy) -> None:
-        self.host = host
-        self.plan = plan
-        self.policy = policy
-        self._clock = clock
-        self.rate = plan.start_rate
+        super().__init__(host, plan, clock, policy)
         self._slow_start = plan.start_rate < plan.max_rate
         self._bad = math.inf  # the slowest pace that drew a throttle
         self._announced = math.inf  # a rate ceiling the host announced
+        self._told = 0.0  # the pace a window of a second announces (0: none)
         self._announced_cap = 0  # an in-flight ceiling the host announced
         self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
         self._most_clean = 0  # the most in flight a clean answer was sent with
@@ -276,7 +177,6 @@ class HostLimiter:
         self._best = 0.0  # the fastest pace ever proven (see _proven)
         self._settled = math.inf  # the pace before a probe: the last one that held
         self._held = plan.start_rate  # the pace before the last raise: the last that held
-        self._out: list[float] = []  # send times of the requests on the wire (capped hosts)
         self._round = 0
         self._round_start = -math.inf  # when the current pace was set
         self._epoch = 0
@@ -295,20 +195,6 @@ class HostLimiter:
         self._window: _Window = (math.inf, 0, -math.inf)
         self._before: _Window = (math.inf, 0, -math.inf)
         self._held_at = -math.inf
-        self._last_grant = -math.inf
-        self._last_end = -math.inf
-        self._paused_until = -math.inf
-        self._parked_until = -math.inf
-        self._parked_reason = ""
-        self._window_end = -math.inf
-        self._window_left = 0
-        self._holding = 0  # requests holding an in-flight place (sent or about to be)
-        self._sending = 0  # requests on the wire
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._slot_lock: asyncio.Lock | None = None  # made on the loop that uses it
-        self._answered: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.requests = 0
         self.throttled = 0
 
     # -- ceilings --------------------------------------------------------------------------
@@ -320,8 +206,8 @@ class HostLimiter:
     @property
     def cap(self) -> int:
         """In-flight places now (``0``: unbounded): Little's law within the ceilings."""
-        hard = _min_cap(_min_cap(self.plan.max_in_flight, self._announced_cap), self._learned_cap)
-        return _min_cap(hard, self._little())
+        hard = min_cap(min_cap(self.plan.max_in_flight, self._announced_cap), self._learned_cap)
+        return min_cap(hard, self._little())
 
     def _little(self) -> int:
         """Places the pace needs at the smoothed round trip (``0``: not known yet)."""
@@ -330,21 +216,6 @@ class HostLimiter:
         return math.ceil(HEADROOM * self.rate * self._srtt) + 1
 
     # -- granting --------------------------------------------------------------------------
-
-    async def acquire(self) -> Ticket:
-        """Wait for an in-flight place and the next start slot; return the grant.
-
-        Raises :class:`HostParked` while the host is parked.
-        """
-        self._adopt_loop()
-        self._check_parked()
-        queued = await self._enter()
-        try:
-            slot, pressed = await self._wait_slot()
-        except BaseException:
-            self._leave()
-            raise
-        return self._grant(slot, pressed=pressed, crowded=queued and not pressed)
 
     def _grant(self, slot: float, *, pressed: bool, crowded: bool) -> Ticket:
         self._sending += 1
@@ -378,133 +249,7 @@ class HostLimiter:
         out.append(slot)
         return sum(1 for sent in out if sent > slot - self._min_rtt)
 
-    def release(self, ticket: Ticket) -> None:
-        """Give back the place ``ticket`` held (its answer arrived, or it failed)."""
-        if ticket.sent in self._out:
-            self._out.remove(ticket.sent)
-        self._sending = max(0, self._sending - 1)
-        self._last_end = self._clock.now()
-        while self._answered:
-            answered = self._answered.popleft()
-            if not answered.done():
-                answered.set_result(None)
-        self._leave()
-
-    async def _wait_slot(self) -> tuple[float, bool]:
-        """Wait for the next start slot; return it and whether the pace (not a pause) set it.
-
-        One request at a time waits for its slot, the others queue behind it (FIFO), so a
-        slot is only ever reserved one interval ahead: a pace raised or cut meanwhile
-        applies to the very next request, and a lagging wake-up never makes a burst.
-        """
-        clock = self._clock
-        if self._slot_lock is None:
-            self._slot_lock = asyncio.Lock()
-        # Queued behind another request that waits for the pace: the pace holds this one.
-        queued = self._slot_lock.locked() and self._paused_until <= clock.now()
-        async with self._slot_lock:
-            pressed: bool | None = None
-            while True:
-                self._check_parked()
-                now = clock.now()
-                free = max(now, self._paused_until)
-                if self._window_left <= 0 and self._window_end > free:
-                    free = self._window_end
-                slot = max(free, self._last_grant + self._interval())
-                if self.plan.serial:
-                    slot = max(slot, self._last_end + self._interval())
-                if pressed is None:
-                    pressed = queued or slot > free
-                cap = self.cap
-                if cap and self._sending >= cap:
-                    # The cap fell below the places already taken (a concurrency throttle):
-                    # the head of the queue waits for an answer before it goes.
-                    answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                    self._answered.append(answered)
-                    await answered
-                    continue
-                if slot <= now:
-                    return now, pressed
-                await clock.sleep(slot - now)
-
-    def _interval(self) -> float:
-        return 0.0 if math.isinf(self.rate) else 1.0 / self.rate
-
-    async def _enter(self) -> bool:
-        """Take an in-flight place; return whether the request had to queue for it."""
-        cap = self.cap
-        if not self._waiters and (not cap or self._holding < cap):
-            self._holding += 1
-            return False
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        try:
-            await future
-        except BaseException:
-            if future.done() and not future.cancelled():
-                self._leave()  # granted just as it was cancelled: hand the place on
-            else:
-                future.cancel()
-            raise
-        try:
-            self._check_parked()  # parked while this request queued for its place
-        except HostParked:
-            self._leave()
-            raise
-        return True
-
-    def _leave(self) -> None:
-        self._holding = max(0, self._holding - 1)
-        self._wake()
-
-    def _wake(self) -> None:
-        cap = self.cap
-        while self._waiters and (not cap or self._holding < cap):
-            future = self._waiters.popleft()
-            if future.done():
-                continue
-            self._holding += 1
-            future.set_result(None)
-
-    def _adopt_loop(self) -> None:
-        # A session may be re-entered on a new event loop (the notebook bridge runs
-        # each call on its own); whatever the old loop left queued is gone with it.
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._loop = loop
-            self._waiters.clear()
-            self._holding = 0
-            self._sending = 0
-            self._out.clear()
-            self._slot_lock = None
-            self._answered.clear()
-
     # -- holding and parking ---------------------------------------------------------------
-
-    @property
-    def parked(self) -> str | None:
-        """Why the host is parked (``<host> asked to wait <n> s``), or ``None``."""
-        return self._parked_reason if self._parked_until > self._clock.now() else None
-
-    def _check_parked(self) -> None:
-        reason = self.parked
-        if reason is not None:
-            raise HostParked(reason)
-
-    def _park(self, wait: float) -> str:
-        # Callers pass sane waits only; this guard keeps a reason printable whatever.
-        wait = min(wait, SANE_WAIT) if wait == wait else SANE_WAIT
-        now = self._clock.now()
-        self._parked_until = max(self._parked_until, now + wait)
-        self._paused_until = max(self._paused_until, self._parked_until)
-        self._parked_reason = f"{self.host} asked to wait {math.ceil(wait)} s"
-        # Queued requests fail now instead of sleeping out the wait.
-        while self._waiters:
-            future = self._waiters.popleft()
-            if not future.done():
-                future.set_exception(HostParked(self._parked_reason))
-                future.exception()  # its owner may be gone: mark it retrieved
-        return self._parked_reason
 
     def _hold(self, wait: float, *, pacing: bool = False) -> str | None:
         """Pause the host for ``wait`` seconds, or park it if that is past the budget.
@@ -524,21 +269,6 @@ class HostLimiter:
                     self._before, self._held_at = self._window, self._clock.now()
                 self._window = (math.inf, 0, -math.inf)
         return None
-
-    def park_if_asked(self, status: int, headers: Mapping[str, str]) -> str | None:
-        """Park the host if a throttling answer asks for a wait past the budget.
-
-        Returns the park reason, or ``None`` when the wait (if any) is within it.
-        """
-        asked = self._asked(status, headers)
-        if asked is not None and asked > self.policy.max_wait:
-            return self._park(asked)
-        return None
-
-    def _asked(self, status: int, headers: Mapping[str, str]) -> float | None:
-        if status not in (429, 503):
-            return None
-        return parse_retry_after(headers.get("retry-after"), now=self._clock.wall())
 
     # -- learning --------------------------------------------------------------------------
 
@@ -686,7 +416,9 @@ class HostLimiter:
             return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
         if self._slow_start:
-            if ticket.sent < self._round_start + min(BURST_SECONDS, ROUND_RTTS * self._srtt):
+            if self.rate > self._told and ticket.sent < self._round_start + min(
+                BURST_SECONDS, ROUND_RTTS * self._srtt
+            ):
                 return  # too early in its round to tell the pace from the host's burst
             # Double per round, but add at most one request in flight per round trip: a
             # long round trip shows an overshoot late, with many requests already out.
@@ -695,12 +427,14 @@ class HostLimiter:
             if self.rate >= ceiling:
                 self._slow_start = False
         elif self.rate < ceiling:
-            # A probe halfway to the slowest throttled pace (or double, if none throttled),
+            # A probe halfway to the slowest throttled pace on a ratio scale (their geometric
+            # mean: paces double and halve), or double if none throttled,
             # once its expected gain (the time it would have saved over the calm stretch so
             # far, at even odds of holding) covers what its failure costs (one throttle and
             # its hold): rare after a long hold.
             target = min(
-                ceiling, (self.rate + self._bad) / 2 if math.isfinite(self._bad) else 2 * self.rate
+                ceiling,
+                math.sqrt(self.rate * self._bad) if math.isfinite(self._bad) else 2 * self.rate,
             )
             calm = now - self._calm_since
             if self._round == self._probe_round:
@@ -738,6 +472,8 @@ class HostLimiter:
             self._announce_rate(rate)
         if told.in_flight is not None:
             self._announced_cap = told.in_flight
+        if told.per_second is not None:
+            self._told = told.per_second
         for remaining, reset, quota in told.windows:
             if remaining is not None and reset is not None:
                 held = self._count_window(remaining, reset, quota, sent)
@@ -795,7 +531,7 @@ class HostLimiter:
         quiet time from now, as after a throttle.
         """
         self._bad = lessons.learned
-        self._learned_cap = _min_cap(self.plan.max_in_flight, lessons.learned_cap)
+        self._learned_cap = min_cap(self.plan.max_in_flight, lessons.learned_cap)
         self.rate = min(self._ceiling(), max(FLOOR_RATE, lessons.rate))
         self._slow_start = lessons.slow_start and self.rate < self._ceiling()
         self._quiet = lessons.probe_after

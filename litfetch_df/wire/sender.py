@@ -32,6 +32,7 @@ from .limiter import (
     HostParked,
     Lessons,
     LimiterFactory,
+    ceiling_for,
     is_pace_signal,
     plan_for,
 )
@@ -89,7 +90,9 @@ class Sender:
     ``client`` returns the open :class:`httpx.AsyncClient`; ``host_limits``
     (lower-case host names) are ceilings the caller states; ``lessons`` start
     a host's limiter where an earlier session's left off; ``budget`` is the
-    quota ledger, or ``None`` for none.
+    quota ledger, or ``None`` for none. ``ceilings`` keeps each request within the
+    published ceiling of its kind (:mod:`litfetch_df.limits`, :func:`ceiling_for`);
+    only the limiter sweep turns it off, to judge what the limiter learns alone.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class Sender:
         self.limiters: dict[str, HostLimiter] = {}
         self.requests_sent = 0
         self.requests_by_host: dict[str, int] = {}
+        self.ceilings = True
 
     def limiter(self, host: str, rate: Rate) -> HostLimiter:
         """The host's limiter, made on the first request to it."""
@@ -159,6 +163,13 @@ class Sender:
         policy = self.retry
         host = httpx.URL(url).host
         limiter = self.limiter(host, rate)
+        # The published ceiling of this kind of request (limits.py), kept whatever the pace;
+        # a rate the caller gives for the host (its own plan, e.g. Springer Premium) stands.
+        known = self._host_limits.get(host.lower())
+        ceiling = None
+        if self.ceilings and (known is None or known.rate is None):
+            target = httpx.URL(url).copy_merge_params(params or {})  # as the client sends it
+            ceiling = ceiling_for(host, target.path, dict(target.params))
         shown = redact_url(httpx.URL(url, params=params or {}))
         budget = self.budget
         was_throttled = False
@@ -176,7 +187,7 @@ class Sender:
                     note(f"deferred: {spent}")
                     raise QuotaDeferred(f"{spent}: {method} {shown}") from None
             try:
-                ticket = await limiter.acquire()
+                ticket = await limiter.acquire(ceiling)
             except HostParked as parked:
                 self._release(host, url, params)
                 reason = given_up_reason(parked, host)
