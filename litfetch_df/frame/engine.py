@@ -447,6 +447,7 @@ async def _run_units_gated(
     try:
         # Every lookup starts now, each service at its own pace; the units start at once
         # too, and only a request a lookup may answer waits for it (see UnitHttp).
+        started: dict[bulk.Service, asyncio.Task[list[str]]] = {}
         for service in bulk.Service:
             if service in wanted:
                 bundles = list(wanted[service])
@@ -457,8 +458,18 @@ async def _run_units_gated(
                     openalex_works.clear()
                     if not bundles:
                         continue
-                lookup = bulk.prime(session, bundles, {service}, credentials=credentials, into=keys)
-                gates.add(service, asyncio.create_task(lookup))
+                if service is bulk.Service.UNPAYWALL:
+                    # Asked ahead once OpenAlex's terms say which DOIs it does not know.
+                    terms = started.get(bulk.Service.OPENALEX_TERMS)
+                    lookup = bulk.prime_ahead(
+                        session, bundles, credentials=credentials, into=keys, terms=terms
+                    )
+                else:
+                    lookup = bulk.prime(
+                        session, bundles, {service}, credentials=credentials, into=keys
+                    )
+                started[service] = asyncio.create_task(lookup)
+                gates.add(service, started[service])
         async with asyncio.TaskGroup() as group:
             for key, rows in rows_of.items():
                 await live.acquire()
