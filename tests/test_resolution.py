@@ -555,6 +555,41 @@ async def test_a_later_round_failing_stops_the_others_and_says_why() -> None:
     assert log[-1] == "epmc asks ['7']"  # cancelled before it answered
 
 
+async def test_the_chain_tells_each_bundle_once_its_ids_are_final() -> None:
+    # Told as they complete: the complete input at once, NCBI's completions after NCBI.
+    # A complete bundle sharing an id with an incomplete one (which may yet become the
+    # same bundle) is told with it, at the end of the chain or once it completes.
+    log: list[str] = []
+    ncbi = Overlapping(
+        "ncbi",
+        "pmid",
+        {
+            "2": ArticleIds(pmid="2", pmcid="PMC2", doi="10.1/two"),
+            "3": ArticleIds(pmid="3", pmcid="PMC3", doi="10.1/three"),
+        },
+        log,
+    )
+    alex = Overlapping("openalex", "doi", {"10.1/three": ArticleIds(pmid="3", pmcid="PMC3")}, log)
+    whole = ArticleIds(pmid="1", pmcid="PMC1", doi="10.1/one")
+    batch = [whole, ArticleIds(pmid="2"), ArticleIds(pmid="3"), ArticleIds(doi="10.1/three")]
+    told: list[tuple[list[int], list[ArticleIds]]] = []
+
+    def tell(done: list[int], found: list[ArticleIds]) -> None:
+        told.append((done, found))
+        log.append(f"told {done}")
+
+    chain = chain_batch(ncbi, alex)
+    out, _ = await chain(batch, None, on_final=tell)  # type: ignore[call-arg, arg-type]
+    three = ArticleIds(pmid="3", pmcid="PMC3", doi="10.1/three")
+    assert told == [
+        ([0], [whole]),
+        ([1], [ArticleIds(pmid="2", pmcid="PMC2", doi="10.1/two")]),
+        ([2, 3], [three, three]),
+    ]
+    assert log.index("told [1]") < log.index("openalex asks ['10.1/three']")
+    assert out[2] == out[3] == three
+
+
 async def test_chain_batch_rejects_a_misaligned_resolver() -> None:
     async def short(batch: Sequence[ArticleIds], http: Any) -> tuple[list[ArticleIds], set[int]]:
         return list(batch)[1:], set()

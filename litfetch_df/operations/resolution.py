@@ -319,10 +319,32 @@ class _BatchChain:
     required: frozenset[str]
 
     async def __call__(
-        self, batch: Sequence[ArticleIds], http: Http
+        self,
+        batch: Sequence[ArticleIds],
+        http: Http,
+        *,
+        on_final: Callable[[list[int], list[ArticleIds]], None] | None = None,
     ) -> tuple[list[ArticleIds], set[int]]:
         current = list(batch)
         gave_up: set[int] = set()
+        told: set[int] = set()
+
+        def tell_final() -> None:
+            # A complete bundle is asked about no more: its ids are final. It is told
+            # once no incomplete bundle shares an id with it (one that may yet become
+            # the same bundle is told with it, so the caller sees each bundle once).
+            if on_final is None:
+                return
+            open_ids = {v for ids in current if not ids.has(self.required) for v in _id_values(ids)}
+            done = [
+                i
+                for i, ids in enumerate(current)
+                if i not in told and ids.has(self.required) and open_ids.isdisjoint(_id_values(ids))
+            ]
+            if done:
+                told.update(done)
+                on_final(done, [current[i] for i in done])
+
         # Per resolver, what it was last asked about each index: a bundle goes back to a
         # resolver only when that question changed, so a bundle that gained nothing
         # costs no request in a later round.
@@ -359,6 +381,7 @@ class _BatchChain:
             gave_up.update(todo[j] for j in abandoned if 0 <= j < len(todo))
             return gained
 
+        tell_final()
         for round_ in range(MAX_ROUNDS):
             gained = False
             if round_ == 0:
@@ -368,6 +391,7 @@ class _BatchChain:
                     todo = todo_of(r)
                     if todo:
                         gained = merge(todo, *await ask(r, todo)) or gained
+                        tell_final()
             else:
                 # A later round's questions all follow from what the round before found:
                 # they go out at once, one round trip instead of one per resolver.
@@ -375,9 +399,16 @@ class _BatchChain:
                 answers = await _together([functools.partial(ask, r, todo) for r, todo in todos])
                 for (_, todo), (results, abandoned) in zip(todos, answers, strict=True):
                     gained = merge(todo, results, abandoned) or gained
+                tell_final()
             if not gained:
                 break
         return current, {i for i in gave_up if not current[i].has(self.required)}
+
+
+def _id_values(ids: ArticleIds) -> set[tuple[str, str]]:
+    """The resolvable ids ``ids`` holds, as comparable (kind, value) pairs (DOIs lower-cased)."""
+    values = {("pmid", ids.pmid), ("pmcid", ids.pmcid), ("doi", (ids.doi or "").lower())}
+    return {(kind, value) for kind, value in values if value}
 
 
 async def _together(calls: Sequence[Callable[[], Awaitable[_T]]]) -> list[_T]:
