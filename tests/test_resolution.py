@@ -556,9 +556,10 @@ async def test_a_later_round_failing_stops_the_others_and_says_why() -> None:
 
 
 async def test_the_chain_tells_each_bundle_once_its_ids_are_final() -> None:
-    # Told as they complete: the complete input at once, NCBI's completions after NCBI.
-    # A complete bundle sharing an id with an incomplete one (which may yet become the
-    # same bundle) is told with it, at the end of the chain or once it completes.
+    # Told as they complete: the complete input at once, NCBI's completions after NCBI;
+    # an incomplete bundle once a round has asked every resolver its question. A complete
+    # bundle sharing an id with an open one (which may yet become the same bundle) is
+    # told with it.
     log: list[str] = []
     ncbi = Overlapping(
         "ncbi",
@@ -571,7 +572,14 @@ async def test_the_chain_tells_each_bundle_once_its_ids_are_final() -> None:
     )
     alex = Overlapping("openalex", "doi", {"10.1/three": ArticleIds(pmid="3", pmcid="PMC3")}, log)
     whole = ArticleIds(pmid="1", pmcid="PMC1", doi="10.1/one")
-    batch = [whole, ArticleIds(pmid="2"), ArticleIds(pmid="3"), ArticleIds(doi="10.1/three")]
+    unknown = ArticleIds(pmid="9")  # no service knows it: final once a round asked everyone
+    batch = [
+        whole,
+        ArticleIds(pmid="2"),
+        ArticleIds(pmid="3"),
+        ArticleIds(doi="10.1/three"),
+        unknown,
+    ]
     told: list[tuple[list[int], list[ArticleIds]]] = []
 
     def tell(done: list[int], found: list[ArticleIds]) -> None:
@@ -585,6 +593,7 @@ async def test_the_chain_tells_each_bundle_once_its_ids_are_final() -> None:
         ([0], [whole]),
         ([1], [ArticleIds(pmid="2", pmcid="PMC2", doi="10.1/two")]),
         ([2, 3], [three, three]),
+        ([4], [unknown]),
     ]
     assert log.index("told [1]") < log.index("openalex asks ['10.1/three']")
     assert out[2] == out[3] == three

@@ -329,17 +329,26 @@ class _BatchChain:
         gave_up: set[int] = set()
         told: set[int] = set()
 
-        def tell_final() -> None:
-            # A complete bundle is asked about no more: its ids are final. It is told
-            # once no incomplete bundle shares an id with it (one that may yet become
-            # the same bundle is told with it, so the caller sees each bundle once).
+        def tell_final(rounds_done: bool = False) -> None:
+            # A bundle is final once no resolver will be asked about it again: complete, or,
+            # between rounds, one whose question to every resolver is the one it was last
+            # asked. It is told once no bundle still open shares an id with it (one that
+            # may yet become the same bundle is told with it, so each is told once).
             if on_final is None:
                 return
-            open_ids = {v for ids in current if not ids.has(self.required) for v in _id_values(ids)}
+            open_ = {i for i, ids in enumerate(current) if not ids.has(self.required)}
+            if rounds_done:
+                open_ = {
+                    i
+                    for i in open_
+                    for r, resolver in enumerate(self.resolvers)
+                    if asked[r].get(i, _NEVER) != _question(resolver, current[i])
+                }
+            open_ids = {v for i in open_ for v in _id_values(current[i])}
             done = [
                 i
                 for i, ids in enumerate(current)
-                if i not in told and ids.has(self.required) and open_ids.isdisjoint(_id_values(ids))
+                if i not in told and i not in open_ and open_ids.isdisjoint(_id_values(ids))
             ]
             if done:
                 told.update(done)
@@ -392,6 +401,7 @@ class _BatchChain:
                     if todo:
                         gained = merge(todo, *await ask(r, todo)) or gained
                         tell_final()
+                tell_final(rounds_done=True)
             else:
                 # A later round's questions all follow from what the round before found:
                 # they go out at once, one round trip instead of one per resolver.
@@ -399,7 +409,7 @@ class _BatchChain:
                 answers = await _together([functools.partial(ask, r, todo) for r, todo in todos])
                 for (_, todo), (results, abandoned) in zip(todos, answers, strict=True):
                     gained = merge(todo, results, abandoned) or gained
-                tell_final()
+                tell_final(rounds_done=True)
             if not gained:
                 break
         return current, {i for i in gave_up if not current[i].has(self.required)}
