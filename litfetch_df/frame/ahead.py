@@ -33,7 +33,7 @@ from .._quota import QuotaDeferred
 from ..ids import ArticleIds, doi_path
 from ..session import Session, is_deterministic
 from ..sources._common import GetRequest, usable_credential
-from ..sources.openalex import held_work, openalex_access
+from ..sources.openalex import HeldWork, held_work, openalex_access, terms_key
 from ..sources.unpaywall import UNPAYWALL_URL, unpaywall_email, unpaywall_spent
 from .primed_answers import fail, respond
 from .primed_keys import PrimedKeys
@@ -50,11 +50,17 @@ async def prime_unpaywall(
     keys: PrimedKeys,
     *,
     terms: asyncio.Future[Any] | None = None,
+    works: Mapping[str, Mapping[str, Any] | None] | None = None,
+    asked: set[str] | None = None,
 ) -> None:
     """Ask Unpaywall about the bundles' DOIs the licences step will ask it about; prime them.
 
     ``terms``: the steps' OpenAlex terms lookup, still running (``None``: none
-    runs); a DOI whose terms it has not primed yet waits for it.
+    runs); a DOI whose terms it has not primed yet waits for it. ``works``: the
+    OpenAlex works the resolution read, by terms key, to judge by before they are
+    primed (a pass's rows that start while the rest resolve). ``asked``: the DOIs
+    already judged (by an earlier call of the same pass), left out; those of
+    this call are added.
     """
     address = unpaywall_email(session)
     if address is None or session.offline:
@@ -63,8 +69,10 @@ async def prime_unpaywall(
     # Bundles that hold one DOI ask one request (their units' requests are the same).
     sharing: dict[str, list[ArticleIds]] = {}
     for ids in bundles:
-        if ids.doi is not None:
+        if ids.doi is not None and (asked is None or ids.doi not in asked):
             sharing.setdefault(ids.doi, []).append(ids)
+    if asked is not None:
+        asked.update(sharing)
 
     def answer(doi: str, key: str) -> None:
         for ids in sharing[doi]:
@@ -72,7 +80,13 @@ async def prime_unpaywall(
 
     async def one(doi: str) -> None:
         async with session.scope() as scope:
-            held = await held_work(scope, doi, api_key=api_key)
+            if works is not None:
+                # Judged by the work the resolution read (the caller names only those).
+                key = terms_key(sharing[doi][0])
+                work = works[key.wire] if key is not None else None
+                held = HeldWork("known", work) if work is not None else HeldWork("unknown")
+            else:
+                held = await held_work(scope, doi, api_key=api_key)
             if held.state == "not held" and terms is not None:
                 await asyncio.wait({terms})
                 held = await held_work(scope, doi, api_key=api_key)

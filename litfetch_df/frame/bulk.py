@@ -217,16 +217,23 @@ async def prime_ahead(
     credentials: Mapping[str, object] | None = None,
     into: PrimedKeys,
     terms: asyncio.Future[Any] | None = None,
+    works: Mapping[str, Mapping[str, Any] | None] | None = None,
+    asked: set[str] | None = None,
 ) -> list[str]:
     """Ask Unpaywall ahead for ``bundles`` (:mod:`~litfetch_df.frame.ahead`), after ``terms``.
 
     ``terms`` is the call's OpenAlex terms lookup, if one runs: a DOI it has not
-    primed yet waits for it. As :func:`prime` otherwise (the private switch, a
-    failure logged and left to the per-article path); returns the primed keys.
+    primed yet waits for it; ``works`` and ``asked`` as
+    :func:`~litfetch_df.frame.ahead.prime_unpaywall` takes them. As :func:`prime`
+    otherwise (the private switch, a failure logged and left to the per-article
+    path); returns the primed keys.
     """
     if _ENABLED and bundles:
+        creds = dict(credentials or {})
         try:
-            await prime_unpaywall(session, bundles, dict(credentials or {}), into, terms=terms)
+            await prime_unpaywall(
+                session, bundles, creds, into, terms=terms, works=works, asked=asked
+            )
         except Exception as exc:  # an optimisation must never cost the step its answers
             log.warning("asking Unpaywall ahead failed (%s); asking per unit", type(exc).__name__)
     return list(into)

@@ -51,10 +51,20 @@ from .context import CallContext
 from .fill import fill
 from .gates import UnitHttp
 from .outcome import INTERRUPTED, Outcome, Partial, attempt, is_none
-from .plan import Plan, Units, parse_ids, plan_step, units_of
+from .plan import Plan, parse_ids, plan_step, units_of
 from .progress import Progress
 from .table import previous
-from .unit_pass import LIVE_UNITS_PER_SLOT, EarlyRows, Pass, UnitResult, Work, told_works
+from .unit_pass import (
+    LIVE_UNITS_PER_SLOT,
+    EarlyRows,
+    Pass,
+    Planned,
+    UnitResult,
+    Work,
+    told_works,
+    wanted_of,
+    works_of,
+)
 
 __all__ = [
     "LIVE_UNITS_PER_SLOT",
@@ -241,13 +251,6 @@ async def run_keyed(
 # -- the per-bundle steps ----------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Planned:
-    step: UnitStep
-    plan: Plan
-    units: Units
-
-
 class _Reads:
     """A row's cells of given columns as they stand once the earlier steps of the call are done."""
 
@@ -303,22 +306,6 @@ class _Reads:
         if not self._reruns[step]:
             return {}
         return {name: self._before(None, name)[row] for name in self._steps[step].dtypes}
-
-
-def _works(planned: Sequence[_Planned], skip: frozenset[int] = frozenset()) -> list[Work]:
-    """The units of ``planned`` in row order (rows in ``skip`` left out: done already)."""
-    rows_of: dict[ArticleIds, list[int]] = {}
-    for i in sorted(set().union(*(p.units.todo for p in planned)) - skip):
-        key = next(p.units.row_key[i] for p in planned if i in p.units.todo)
-        rows_of.setdefault(key, []).append(i)
-    return [
-        Work(
-            key,
-            rows,
-            [[(i, p.plan.bundles[i]) for i in rows if i in p.units.todo] for p in planned],
-        )
-        for key, rows in rows_of.items()
-    ]
 
 
 async def _unit(
@@ -378,13 +365,13 @@ async def run_steps(
     # Per step, the outcome of each row of a finished unit: one flat map per step, not a
     # list of small maps per unit (which cost a table of 20,000 bundles some 15 MB).
     results: UnitResult = [{} for _ in planned]
-    works = _works(planned)
+    works = works_of(planned)
     bar = progress_bar(ctx, sum(len(w.rows) for w in works), desc)
     run = Pass(ctx, [p.step for p in planned], results, bar)
     unit = functools.partial(_unit, steps, reads)
     try:
         try:
-            run.start_lookups(_wanted(planned, reads), openalex_works)
+            run.start_lookups(wanted_of(planned, reads), openalex_works)
             async with asyncio.TaskGroup() as group:
                 for work in works:
                     await run.start(group, work, unit)
@@ -410,29 +397,43 @@ async def _run_early(
     results: UnitResult = [{} for _ in steps]
     run = Pass(ctx, list(steps), results, progress_bar(ctx, early.total, desc))
     # Until the lookups start, a request one of them may answer waits as for a running one.
-    run.hold(frozenset().union(*(step.services() for step in steps)))
+    services: frozenset[bulk.Service] = frozenset().union(*(s.services() for s in steps))
+    run.hold(services)
+    # Unpaywall is asked ahead for a DOI OpenAlex does not know as soon as its row starts.
+    ahead = openalex_works if bulk.Service.UNPAYWALL in services else None
     first_unit = functools.partial(_unit, steps, _Reads(base, steps, [False] * len(steps)))
     started: set[int] = set()
     resolved: pd.DataFrame | None = None
-    planned: list[_Planned] = []
+    planned: list[Planned] = []
     try:
         try:
             async with asyncio.TaskGroup() as group:
+                ready: asyncio.Queue[Work | None] = asyncio.Queue()
 
                 async def told() -> None:
+                    # Taken as told (Unpaywall asked ahead at once), started as slots free.
                     while (batch := await early.told.get()) is not None:
-                        for work in told_works(*batch, ctx, len(steps)):
-                            started.update(work.rows)
-                            await run.start(group, work, first_unit)
+                        works = told_works(*batch, ctx, len(steps))
+                        if ahead:
+                            run.ask_ahead([w.per_step[0][0][1] for w in works], ahead)
+                        for work in works:
+                            ready.put_nowait(work)
+                    ready.put_nowait(None)
 
-                feeding = group.create_task(told())
+                async def start_told() -> None:
+                    while (work := await ready.get()) is not None:
+                        started.update(work.rows)
+                        await run.start(group, work, first_unit)
+
+                group.create_task(told())
+                feeding = group.create_task(start_told())
                 resolved = await early.resolution
                 planned = _plan(resolved, ctx, steps, force, None)
                 reads = _Reads(resolved, steps, [p.plan.rerun for p in planned])
-                run.start_lookups(_wanted(planned, reads), openalex_works)
+                run.start_lookups(wanted_of(planned, reads), openalex_works)
                 await feeding
                 unit = functools.partial(_unit, steps, reads)
-                for work in _works(planned, frozenset(started)):
+                for work in works_of(planned, frozenset(started)):
                     await run.start(group, work, unit)
         finally:
             await run.close()
@@ -451,15 +452,15 @@ def _plan(
     steps: Sequence[UnitStep],
     force: bool,
     parsed: ParsedIds | None,
-) -> list[_Planned]:
+) -> list[Planned]:
     """Plan each step over ``base`` and let it look at its plan (prepare, keep earlier cells)."""
     if parsed is None:
         parsed = parse_ids(base, ctx.explicit)  # every step reads the same id columns
-    planned: list[_Planned] = []
+    planned: list[Planned] = []
     keys: dict[ArticleIds, ArticleIds] = {}
     for step in steps:
         plan = plan_step(base, ctx.explicit, step.error_column, force, parsed)
-        planned.append(_Planned(step, plan, units_of(plan, keys)))
+        planned.append(Planned(step, plan, units_of(plan, keys)))
     for p in planned:
         p.step.prepare(p.plan, ctx)
         if p.plan.rerun:
@@ -467,33 +468,9 @@ def _plan(
     return planned
 
 
-def _wanted(
-    planned: Sequence[_Planned], reads: _Reads
-) -> dict[bulk.Service, dict[ArticleIds, None]]:
-    """The bulk lookups each step asks for, over the bundles that need them.
-
-    A step that resumes may need fewer for a row it re-runs (a file-set missing
-    one source only).
-    """
-    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
-    for s, p in enumerate(planned):
-        services = p.step.services()
-        if not services:
-            continue
-        if not (p.plan.rerun and p.step.resumes):
-            for service in services:
-                wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
-            continue
-        for i in sorted(p.units.todo):
-            bundle = p.units.first[p.units.row_key[i]]
-            for service in p.step.services_for(reads.own(s, i)) & services:
-                wanted.setdefault(service, {})[bundle] = None
-    return wanted
-
-
 def _assemble(
     base: pd.DataFrame,
-    planned: Sequence[_Planned],
+    planned: Sequence[Planned],
     results: UnitResult,
     *,
     missing: Outcome[Any] | None = None,

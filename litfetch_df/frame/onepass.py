@@ -15,6 +15,10 @@ starts, so the hosts of different steps are never busy at the same time.
    steps share is fetched once, through the scope's cache, and with many
    units in flight every host has work at the same time.
 
+On a first run (the default resolver, no ``out_dir``) the two overlap: a row
+whose ids the resolution will not change any more starts its steps at once,
+while the others still resolve (ADR 0021).
+
 The result has the columns, dtypes and values of the chained calls (in their
 order: bodies, file-set, licences, relations), with each step judged on its
 own: a step's error column says ``abandoned: …`` only for a failure of that

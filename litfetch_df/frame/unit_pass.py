@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import pandas as pd
 
 from ..ids import ArticleIds
 from ..session import Session
+from ..sources.openalex import terms_key
 from . import bulk
 from .columns import bundle_key
 from .context import CallContext
@@ -29,11 +30,29 @@ from .outcome import Outcome
 from .plan import parse_ids
 from .progress import Progress
 
-__all__ = ["LIVE_UNITS_PER_SLOT", "EarlyRows", "Pass", "UnitResult", "Work", "told_works"]
+if TYPE_CHECKING:
+    from .engine import UnitStep
+    from .plan import Plan, Units
+
+__all__ = [
+    "LIVE_UNITS_PER_SLOT",
+    "EarlyRows",
+    "Pass",
+    "Planned",
+    "UnitResult",
+    "Work",
+    "told_works",
+    "wanted_of",
+    "works_of",
+]
 
 
 class _Labels(Protocol):
     def label(self, value: Any) -> str | None: ...
+
+
+class _Own(Protocol):
+    def own(self, step: int, row: int) -> dict[str, object]: ...
 
 
 LIVE_UNITS_PER_SLOT: Final = 4
@@ -72,6 +91,7 @@ class Pass:
         self._keys = bulk.PrimedKeys(self._session)
         self._keys.on_add = self._gates.primed
         self._held: list[asyncio.Future[Any]] = []
+        self._unpaywall_asked: set[str] = set()  # the DOIs Unpaywall was asked ahead about
         concurrency = max(1, ctx.options.concurrency)
         self._slots = asyncio.Semaphore(concurrency)
         # A unit waiting for a lookup gives its slot away, so without a second bound every
@@ -111,7 +131,12 @@ class Pass:
                     # Asked ahead once OpenAlex's terms say which DOIs it does not know.
                     terms = started.get(bulk.Service.OPENALEX_TERMS)
                     lookup = bulk.prime_ahead(
-                        session, bundles, credentials=credentials, into=keys, terms=terms
+                        session,
+                        bundles,
+                        credentials=credentials,
+                        into=keys,
+                        terms=terms,
+                        asked=self._unpaywall_asked,
                     )
                 else:
                     lookup = bulk.prime(
@@ -122,6 +147,34 @@ class Pass:
         for waiting in self._held:
             if not waiting.done():
                 waiting.set_result([])
+
+    def ask_ahead(
+        self, bundles: Sequence[ArticleIds], works: Mapping[str, dict[str, Any] | None]
+    ) -> None:
+        """Ask Unpaywall ahead about those of ``bundles`` whose OpenAlex work ``works`` holds.
+
+        For the units that start while the rest resolve: ``works`` is what the
+        resolution read so far, by terms key (each judged now; the others are
+        asked ahead with the lookups).
+        """
+        known: dict[str, dict[str, Any] | None] = {}
+        chosen: list[ArticleIds] = []
+        for ids in bundles:
+            key = terms_key(ids)
+            if key is not None and key.wire in works and ids.doi not in self._unpaywall_asked:
+                known[key.wire] = works[key.wire]
+                chosen.append(ids)
+        if not chosen:
+            return
+        lookup = bulk.prime_ahead(
+            self._session,
+            chosen,
+            credentials=self._credentials,
+            into=self._keys,
+            works=known,
+            asked=self._unpaywall_asked,
+        )
+        self._gates.add(bulk.Service.UNPAYWALL, asyncio.create_task(lookup))
 
     async def start(
         self,
@@ -199,3 +252,52 @@ def told_works(rows: list[int], frame: pd.DataFrame, ctx: CallContext, steps: in
         for per_step in work.per_step:
             per_step.append((i, bundle))
     return list(by_key.values())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Planned:
+    """One step of a pass with its plan and units."""
+
+    step: UnitStep
+    plan: Plan
+    units: Units
+
+
+def works_of(planned: Sequence[Planned], skip: frozenset[int] = frozenset()) -> list[Work]:
+    """The units of ``planned`` in row order (rows in ``skip`` left out: done already)."""
+    rows_of: dict[ArticleIds, list[int]] = {}
+    for i in sorted(set().union(*(p.units.todo for p in planned)) - skip):
+        key = next(p.units.row_key[i] for p in planned if i in p.units.todo)
+        rows_of.setdefault(key, []).append(i)
+    return [
+        Work(
+            key,
+            rows,
+            [[(i, p.plan.bundles[i]) for i in rows if i in p.units.todo] for p in planned],
+        )
+        for key, rows in rows_of.items()
+    ]
+
+
+def wanted_of(
+    planned: Sequence[Planned], reads: _Own
+) -> dict[bulk.Service, dict[ArticleIds, None]]:
+    """The bulk lookups each step asks for, over the bundles that need them.
+
+    A step that resumes may need fewer for a row it re-runs (a file-set missing
+    one source only).
+    """
+    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
+    for s, p in enumerate(planned):
+        services = p.step.services()
+        if not services:
+            continue
+        if not (p.plan.rerun and p.step.resumes):
+            for service in services:
+                wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
+            continue
+        for i in sorted(p.units.todo):
+            bundle = p.units.first[p.units.row_key[i]]
+            for service in p.step.services_for(reads.own(s, i)) & services:
+                wanted.setdefault(service, {})[bundle] = None
+    return wanted
