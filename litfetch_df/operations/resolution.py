@@ -46,6 +46,7 @@ __all__ = [
     "chain_batch",
     "default_batch_resolver",
     "default_resolver",
+    "tells_final",
 ]
 
 _T = TypeVar("_T")
@@ -434,6 +435,15 @@ async def _together(calls: Sequence[Callable[[], Awaitable[_T]]]) -> list[_T]:
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     return [task.result() for task in tasks]
+
+
+def tells_final(resolver: object) -> bool:
+    """Whether ``resolver`` (a :func:`chain_batch` composite) takes ``on_final=``.
+
+    Called so, it tells the caller, as it goes, the bundles whose ids are final:
+    ``on_final(indices, bundles)``, each index once, before it returns.
+    """
+    return isinstance(resolver, _BatchChain)
 
 
 def chain_batch(*resolvers: BatchResolver, required: Iterable[str] = RESOLVABLE) -> BatchResolver:

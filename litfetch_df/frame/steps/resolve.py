@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol, cast
 import pandas as pd
 
 from ...ids import ArticleIds
+from ...operations.resolution import tells_final
 from ...operations.types import BatchResolver
 from ...session import Session
 from ..columns import CANONICAL
@@ -60,10 +61,11 @@ async def resolve_frame(
 
     ``openalex_works`` (the default resolver only): where each DOI's OpenAlex work
     with its access terms goes as the resolution reads it, for later steps.
-    ``on_final`` (the default resolver, a first resolution of at most
-    :data:`RESOLVE_CHUNK` distinct bundles): told, while the rest still resolve,
-    the rows whose ids are final, with those rows as the returned frame will
-    hold them (not told otherwise).
+    ``on_final``: told, while the rest still resolve, the rows whose ids are
+    final, with those rows as the returned frame will hold them; only on a
+    first resolution of at most :data:`RESOLVE_CHUNK` distinct bundles by a
+    resolver that tells them (:func:`~litfetch_df.operations.resolution.tells_final`,
+    as the default one does), else never.
     """
     plan = plan_step(frame, ctx.explicit, "resolve_error", force)
     units = units_of(plan)
@@ -77,7 +79,7 @@ async def resolve_frame(
     )
     tell = (
         _teller(frame, plan, first, units.row_key, on_final)
-        if on_final is not None and resolver is None and len(chunks) == 1 and not plan.rerun
+        if on_final is not None and tells_final(batch) and len(chunks) == 1 and not plan.rerun
         else None
     )
 
