@@ -427,7 +427,8 @@ async def _run_early(
 
                 group.create_task(told())
                 feeding = group.create_task(start_told())
-                resolved = await early.resolution
+                # Shielded: a failing unit stops the pass, not the resolution (its caller decides).
+                resolved = await asyncio.shield(early.resolution)
                 planned = _plan(resolved, ctx, steps, force, None)
                 reads = _Reads(resolved, steps, [p.plan.rerun for p in planned])
                 run.start_lookups(wanted_of(planned, reads), openalex_works)

@@ -211,6 +211,13 @@ async def _resolve_and_run(
             openalex_works=works,
             early=early,
         )
+    except BaseException as exc:
+        task = asyncio.current_task()
+        if not isinstance(exc, asyncio.CancelledError) and not (task and task.cancelling()):
+            # The pass failed, not the call: the resolution's requests already answered
+            # are read and kept (a re-run asks them no more); what it asks next fails.
+            await asyncio.gather(resolution, return_exceptions=True)
+        raise
     finally:
         if not resolution.done():
             resolution.cancel()
