@@ -20,6 +20,7 @@ from .answers import CachedResponse, Recalled, ResponseStore
 
 __all__ = ["RECORD_FORMAT", "keep_record", "recall_record", "record_key"]
 
+# The session's logger name: the lines a user filters on did not move with the code.
 log = get_logger("litfetch_df.session")
 
 RECORD_FORMAT = 1

@@ -50,6 +50,7 @@ from .transfer import (
 
 __all__ = ["Budget", "Note", "Send", "Sender", "given_up_reason"]
 
+# The session's logger name: the lines a user filters on did not move with the code.
 log = get_logger("litfetch_df.session")
 
 Note = Callable[[str], None]
