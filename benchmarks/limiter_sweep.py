@@ -7,7 +7,9 @@ the fake's own gate, :class:`tests.fakes.limits.HostGate`), in the four cases
 that gate a limiter change: 200 and 1,665 requests, at 50 ms and at 300 ms
 (``--n`` / ``--latency`` pick some). It reports each host's wall time against
 its bound, its 429s (flagged past max(3, 1 %) of its requests) and the ceiling
-the limiter learned. Time is a :class:`tests.virtual_clock.VirtualClock`, so the
+the limiter learned, and the same wall against a *discovery floor*: the bound plus
+one refusal's hold on each host whose limit nobody tells (see :func:`discovery_hold`).
+Time is a :class:`tests.virtual_clock.VirtualClock`, so the
 four sweeps of 45 hosts take a few minutes and give the same figures anywhere.
 
 What the socket-served benchmark has and this does not is arrival jitter: a
@@ -39,13 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.worlds import SHORT_NAMES, DrawnHost, draw_worlds  # noqa: E402
+from benchmarks.worlds import SHORT_NAMES, DrawnHost, RetryAfter, draw_worlds  # noqa: E402
 from litfetch_df import RetryPolicy, Session  # noqa: E402
 from litfetch_df.wire import limiter as _limiter  # noqa: E402
 from tests.fakes.limits import HostGate  # noqa: E402
 from tests.virtual_clock import VirtualClock  # noqa: E402
 
-__all__ = ["Outcome", "main", "sweep_host"]
+__all__ = ["Outcome", "discovery_hold", "main", "sweep_host"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +61,17 @@ class Outcome:
     throttled: int
     failed: int
     ceiling: float
+    hold: float = 0.0
 
     @property
     def ratio(self) -> float:
         """Wall time over the bound."""
         return self.wall / self.bound
+
+    @property
+    def floor_ratio(self) -> float:
+        """Wall time over the discovery floor: the bound plus one refusal's hold."""
+        return self.wall / (self.bound + self.hold)
 
     @property
     def share_429(self) -> float:
@@ -152,7 +160,42 @@ async def _sweep(
         ceiling = session.limits[drawn.host].ceiling
     # The host takes `rate` a second, and `in_flight` requests of `latency` each at once.
     pace = min(drawn.rate, drawn.in_flight / latency)
-    return Outcome(drawn, n, wall, n / pace, host.throttled, failed, ceiling)
+    return Outcome(
+        drawn,
+        n,
+        wall,
+        n / pace,
+        host.throttled,
+        failed,
+        ceiling,
+        discovery_hold(drawn, latency, jitter),
+    )
+
+
+def discovery_hold(drawn: DrawnHost, latency: float, jitter: tuple[float, float]) -> float:
+    """Seconds one refusal holds ``drawn``'s host, if any limiter must meet one; else 0.
+
+    A limiter meets a refusal it cannot avoid when it must pass a limit to learn it: a
+    rate under the politeness ceiling that the host does not announce, or a concurrency
+    (never announced) too small for the pace it aims at; or when arrival jitter brings
+    two requests closer than the host's burst allows, whatever the pace. It then obeys
+    the hold the refusal names: a fixed ``Retry-After`` its seconds, an accurate one at
+    least its one whole second, none at all nothing. The bound plus this hold is what
+    the sweep calls the discovery floor: no limiter that is not told the limit does
+    better on average, though one that stays under a limit by luck may on one host.
+    """
+    polite_rate = min(_limiter.UNLISTED_RATE, _limiter.UNLISTED_IN_FLIGHT / latency)
+    aimed = drawn.rate if drawn.announces else polite_rate
+    learns_rate = not drawn.announces and drawn.rate < polite_rate
+    learns_cap = drawn.in_flight < _limiter.UNLISTED_IN_FLIGHT and drawn.in_flight / latency < aimed
+    share, most = jitter
+    tolerance = drawn.limit().tolerance
+    jostled = share > 0 and most > (drawn.burst - 1) / drawn.rate + tolerance
+    if not (learns_rate or learns_cap or jostled):
+        return 0.0
+    if drawn.retry_after is RetryAfter.LONG and drawn.long_wait:
+        return float(drawn.long_wait)
+    return 1.0 if drawn.retry_after is RetryAfter.ACCURATE else 0.0
 
 
 def _parse_jitter(text: str) -> tuple[float, float]:
@@ -216,13 +259,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             outcomes = [_run(job) for job in jobs]
         print(f"\n### n={n}, latency {latency * 1000:g} ms, jitter {args.jitter}\n")
-        print("| world | host | drawn limit | wall/bound | 429s (share) | ceiling/limit | failed |")
-        print("|---|---|---|---|---|---|---|")
+        print(
+            "| world | host | drawn limit | wall/bound | wall/floor | 429s (share) "
+            "| ceiling/limit | failed |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
         for (seed, drawn), out in zip(hosts, outcomes, strict=True):
             flag = " **!**" if too_many_429s(out) else ""
             print(
                 f"| {seed} | {SHORT_NAMES.get(drawn.host, drawn.host)} | {drawn.compact()} "
-                f"| {out.ratio:.2f} | {out.throttled} ({out.share_429:.1%}){flag} "
+                f"| {out.ratio:.2f} | {out.floor_ratio:.2f} "
+                f"| {out.throttled} ({out.share_429:.1%}){flag} "
                 f"| {out.ceiling / drawn.rate:.2f} | {out.failed} |",
                 flush=True,
             )
@@ -231,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             f"n={n} @ {latency * 1000:g} ms: {len(outcomes)} hosts, wall/bound mean "
             f"{statistics.fmean(ratios):.3f}, max {max(ratios):.2f}, "
             f"over 1.5: {sum(r > 1.5 for r in ratios)}, "
+            f"wall/floor mean {statistics.fmean(o.floor_ratio for o in outcomes):.3f}, "
+            f"floor/bound mean {statistics.fmean(1 + o.hold / o.bound for o in outcomes):.3f}, "
             f"hosts over max(3, 1 %) 429s: {sum(too_many_429s(o) for o in outcomes)}, "
             f"429s total: {sum(o.throttled for o in outcomes)}, "
             f"failed: {sum(o.failed for o in outcomes)}"

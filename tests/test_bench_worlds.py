@@ -219,3 +219,27 @@ def test_the_limiter_sweep_runs_a_drawn_host_on_the_virtual_clock() -> None:
     assert 1.0 <= out.ratio < 3.0, out
     assert out.throttled <= 3  # each episode one 429: a burst-free host, Retry-After 15 s
     assert drawn.rate <= out.ceiling <= 2 * drawn.rate  # the slowest throttled pace
+
+
+@pytest.mark.real_limits
+def test_the_sweeps_discovery_floor_charges_a_hold_only_where_a_refusal_is_unavoidable() -> None:
+    # The floor beside the bound (issue 25): one refusal's hold on a host whose limit a
+    # limiter must pass to learn, or whose burst arrival jitter overruns; none elsewhere.
+    from dataclasses import replace
+
+    from benchmarks.limiter_sweep import discovery_hold
+    from benchmarks.worlds import RetryAfter
+
+    drawn = draw_world(15).host(HOST_UNPAYWALL)  # 8.2/s, burst 1, 7 in flight, 15 s holds
+    assert drawn is not None and not drawn.announces
+    calm = (0.0, 0.0)
+    assert discovery_hold(drawn, 0.05, calm) == 15.0  # the rate sits under 20/s, untold
+    told = replace(drawn, announces=True, burst=4)
+    assert discovery_hold(told, 0.05, calm) == 0.0  # announced, and 7 in flight suffice
+    assert discovery_hold(told, 0.05, (0.05, 0.08)) == 0.0  # a burst of 4 absorbs 80 ms
+    assert discovery_hold(replace(told, burst=1), 0.05, (0.05, 0.08)) == 15.0  # b1 jostled
+    assert discovery_hold(replace(told, in_flight=1), 0.3, calm) == 15.0  # 1 in flight: 3.3/s
+    accurate = replace(drawn, retry_after=RetryAfter.ACCURATE, long_wait=None)
+    assert discovery_hold(accurate, 0.05, calm) == 1.0  # Retry-After rounds up to a second
+    silent = replace(drawn, retry_after=RetryAfter.ABSENT, long_wait=None)
+    assert discovery_hold(silent, 0.05, calm) == 0.0  # nothing named, nothing obeyed
