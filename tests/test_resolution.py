@@ -491,6 +491,114 @@ async def test_chain_batch_abandoned_iff_incomplete_and_given_up() -> None:
     assert abandoned == {1}
 
 
+class Overlapping:
+    """A batch resolver keyed on one id, logging when each of its calls starts and ends."""
+
+    def __init__(self, name: str, key: str, answers: dict[str, ArticleIds], log: list[str]) -> None:
+        self.name, self.key, self.answers, self.log = name, key, answers, log
+
+    def lookup_key(self, ids: ArticleIds) -> str | None:
+        value: str | None = getattr(ids, self.key)
+        return value
+
+    async def __call__(
+        self, batch: Sequence[ArticleIds], http: Any
+    ) -> tuple[list[ArticleIds], set[int]]:
+        keys = [k for ids in batch if (k := getattr(ids, self.key)) is not None]
+        self.log.append(f"{self.name} asks {keys}")
+        for _ in range(3):  # an answer takes a while: others may be asked meanwhile
+            await asyncio.sleep(0)
+        self.log.append(f"{self.name} answered")
+        found = (self.answers.get(getattr(ids, self.key) or "") for ids in batch)
+        return [ids.merge(f) if f else ids for ids, f in zip(batch, found, strict=True)], set()
+
+
+async def test_a_later_round_asks_its_resolvers_at_once() -> None:
+    # Round one in order: NCBI, then Europe PMC search with what NCBI left, then OpenAlex,
+    # which gives the DOI-only bundle a PMID. Round two's questions (NCBI and Europe PMC
+    # about that PMID) follow from round one alone: both go out before either answers.
+    log: list[str] = []
+    ncbi = Overlapping("ncbi", "pmid", {}, log)
+    epmc = Overlapping("epmc", "pmid", {"7": ArticleIds(pmid="7", pmcid="PMC7")}, log)
+    alex = Overlapping("openalex", "doi", {"10.1/x": ArticleIds(pmid="7")}, log)
+    out, abandoned = await chain_batch(ncbi, epmc, alex)(  # type: ignore[arg-type]
+        [ArticleIds(doi="10.1/x"), ArticleIds(pmid="8")], None
+    )
+    assert out == [ArticleIds(pmid="7", pmcid="PMC7", doi="10.1/x"), ArticleIds(pmid="8")]
+    assert abandoned == set()
+    assert log == [
+        "ncbi asks ['8']",
+        "ncbi answered",
+        "epmc asks ['8']",
+        "epmc answered",
+        "openalex asks ['10.1/x']",
+        "openalex answered",
+        "ncbi asks ['7']",
+        "epmc asks ['7']",
+        "ncbi answered",
+        "epmc answered",
+    ]
+
+
+async def test_a_later_round_failing_stops_the_others_and_says_why() -> None:
+    log: list[str] = []
+    alex = Overlapping("openalex", "doi", {"10.1/x": ArticleIds(pmid="7")}, log)
+    slow = Overlapping("epmc", "pmid", {}, log)
+
+    async def broken(batch: Sequence[ArticleIds], http: Any) -> tuple[list[ArticleIds], set[int]]:
+        if any(ids.pmid for ids in batch):
+            raise ValueError("broken resolver")
+        return list(batch), set()
+
+    with pytest.raises(ValueError, match="broken resolver"):
+        await chain_batch(broken, slow, alex)([ArticleIds(doi="10.1/x")], None)  # type: ignore[arg-type]
+    assert log[-1] == "epmc asks ['7']"  # cancelled before it answered
+
+
+async def test_the_chain_tells_each_bundle_once_its_ids_are_final() -> None:
+    # Told as they complete: the complete input at once, NCBI's completions after NCBI;
+    # an incomplete bundle once a round has asked every resolver its question. A complete
+    # bundle sharing an id with an open one (which may yet become the same bundle) is
+    # told with it.
+    log: list[str] = []
+    ncbi = Overlapping(
+        "ncbi",
+        "pmid",
+        {
+            "2": ArticleIds(pmid="2", pmcid="PMC2", doi="10.1/two"),
+            "3": ArticleIds(pmid="3", pmcid="PMC3", doi="10.1/three"),
+        },
+        log,
+    )
+    alex = Overlapping("openalex", "doi", {"10.1/three": ArticleIds(pmid="3", pmcid="PMC3")}, log)
+    whole = ArticleIds(pmid="1", pmcid="PMC1", doi="10.1/one")
+    unknown = ArticleIds(pmid="9")  # no service knows it: final once a round asked everyone
+    batch = [
+        whole,
+        ArticleIds(pmid="2"),
+        ArticleIds(pmid="3"),
+        ArticleIds(doi="10.1/three"),
+        unknown,
+    ]
+    told: list[tuple[list[int], list[ArticleIds]]] = []
+
+    def tell(done: list[int], found: list[ArticleIds]) -> None:
+        told.append((done, found))
+        log.append(f"told {done}")
+
+    chain = chain_batch(ncbi, alex)
+    out, _ = await chain(batch, None, on_final=tell)  # type: ignore[call-arg, arg-type]
+    three = ArticleIds(pmid="3", pmcid="PMC3", doi="10.1/three")
+    assert told == [
+        ([0], [whole]),
+        ([1], [ArticleIds(pmid="2", pmcid="PMC2", doi="10.1/two")]),
+        ([2, 3], [three, three]),
+        ([4], [unknown]),
+    ]
+    assert log.index("told [1]") < log.index("openalex asks ['10.1/three']")
+    assert out[2] == out[3] == three
+
+
 async def test_chain_batch_rejects_a_misaligned_resolver() -> None:
     async def short(batch: Sequence[ArticleIds], http: Any) -> tuple[list[ArticleIds], set[int]]:
         return list(batch)[1:], set()

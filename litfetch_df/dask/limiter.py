@@ -17,6 +17,9 @@ in one place for the whole cluster (design: docs/adr/0013-cluster-limiter.md):
   when an answer asks for a wait past the budget.
 * Hosts with no client limit (the PMC bucket on S3, file-download hosts) are
   not coordinated: each session paces them alone, so they scale with workers.
+* :class:`LoopLink` carries a worker's calls to the coordinator; the calls it
+  awaits wait in lanes (:mod:`~litfetch_df.dask.lanes`) so that its reports,
+  which free the places those calls wait for, always get through.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ..wire.limiter import (
     Plan,
     Ticket,
 )
+from .lanes import Lanes, lanes_for
 
 __all__ = [
     "COORDINATED_HOSTS",
@@ -286,19 +290,33 @@ class LoopLink:
     ``target`` is a :class:`ClusterLimiter` or a Dask actor handle of one;
     ``loop`` is the loop its calls must be made from (the worker's own loop
     for an actor). Results come back to the caller's loop through a future.
+
+    An awaited call (an ``acquire``, which waits for its host's place) first
+    waits in its host's lane of ``lanes`` (by default those every link on
+    ``loop`` shares), so waiting calls never take every connection of the pool
+    an actor's calls travel by: the reports that free the places they wait for
+    travel by it too (:mod:`~litfetch_df.dask.lanes`).
     """
 
-    def __init__(self, target: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, target: Any, loop: asyncio.AbstractEventLoop, lanes: Lanes | None = None
+    ) -> None:
         self._target = target
         self._loop = loop
+        self._lanes = lanes if lanes is not None else lanes_for(loop)
 
     async def _run(self, method: str, args: tuple[Any, ...]) -> Any:
         result: Any = await getattr(self._target, method)(*args)
         return result
 
+    async def _awaited(self, method: str, args: tuple[Any, ...]) -> Any:
+        # The first argument of every coordinator method is the host.
+        async with self._lanes.out(args[0] if args else method):
+            return await self._run(method, args)
+
     async def call(self, method: str, *args: Any) -> Any:
-        """Run ``method`` on the coordinator's loop and await its result here."""
-        future = asyncio.run_coroutine_threadsafe(self._run(method, args), self._loop)
+        """Run ``method`` on the coordinator's loop (in its host's lane); await its result here."""
+        future = asyncio.run_coroutine_threadsafe(self._awaited(method, args), self._loop)
         return await asyncio.wrap_future(future)
 
     def send(self, method: str, *args: Any) -> None:

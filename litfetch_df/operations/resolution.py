@@ -9,7 +9,9 @@ each only the elements still missing something.
 (at most :data:`MAX_ROUNDS`): a bundle that gains an id from a later resolver
 (a PMID from OpenAlex, say) is offered again to the earlier ones that can now
 ask about it (Europe PMC search, PMID → PMCID), and to no resolver that would
-ask the same question again.
+ask the same question again. The first round goes in order (each resolver
+sees what the ones before it left incomplete); a later round's questions all
+follow from the round before, so its resolvers are asked at once (ADR 0022).
 
 Every batch resolver here follows one recipe (:func:`_resolve_keyed`, built on
 the bulk lookups' :func:`~litfetch_df.sources.bulk.bulk_lookup`): key each
@@ -21,9 +23,11 @@ abandoned the still-incomplete indices of chunks that were never answered.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Hashable, Iterable, MutableMapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..ids import RESOLVABLE, ArticleIds
 from ..sources import europe_pmc_search, ncbi_idconv, openalex
@@ -42,7 +46,10 @@ __all__ = [
     "chain_batch",
     "default_batch_resolver",
     "default_resolver",
+    "tells_final",
 ]
+
+_T = TypeVar("_T")
 
 MAX_ROUNDS: Final = 3
 """Most passes :func:`chain_batch` makes over its resolvers before it stops asking."""
@@ -313,50 +320,140 @@ class _BatchChain:
     required: frozenset[str]
 
     async def __call__(
-        self, batch: Sequence[ArticleIds], http: Http
+        self,
+        batch: Sequence[ArticleIds],
+        http: Http,
+        *,
+        on_final: Callable[[list[int], list[ArticleIds]], None] | None = None,
     ) -> tuple[list[ArticleIds], set[int]]:
         current = list(batch)
         gave_up: set[int] = set()
+        told: set[int] = set()
+
+        def tell_final(rounds_done: bool = False) -> None:
+            # A bundle is final once no resolver will be asked about it again: complete, or,
+            # between rounds, one whose question to every resolver is the one it was last
+            # asked. It is told once no bundle still open shares an id with it (one that
+            # may yet become the same bundle is told with it, so each is told once).
+            if on_final is None:
+                return
+            open_ = {i for i, ids in enumerate(current) if not ids.has(self.required)}
+            if rounds_done:
+                open_ = {
+                    i
+                    for i in open_
+                    for r, resolver in enumerate(self.resolvers)
+                    if asked[r].get(i, _NEVER) != _question(resolver, current[i])
+                }
+            open_ids = {v for i in open_ for v in _id_values(current[i])}
+            done = [
+                i
+                for i, ids in enumerate(current)
+                if i not in told and i not in open_ and open_ids.isdisjoint(_id_values(ids))
+            ]
+            if done:
+                told.update(done)
+                on_final(done, [current[i] for i in done])
+
         # Per resolver, what it was last asked about each index: a bundle goes back to a
         # resolver only when that question changed, so a bundle that gained nothing
         # costs no request in a later round.
         asked: list[dict[int, Hashable]] = [{} for _ in self.resolvers]
-        for _round in range(MAX_ROUNDS):
+
+        def todo_of(r: int) -> list[int]:
+            resolver, seen = self.resolvers[r], asked[r]
+            todo = [
+                i
+                for i, ids in enumerate(current)
+                if not ids.has(self.required) and seen.get(i, _NEVER) != _question(resolver, ids)
+            ]
+            for i in todo:
+                seen[i] = _question(resolver, current[i])
+            return todo
+
+        async def ask(r: int, todo: list[int]) -> tuple[Sequence[ArticleIds], set[int]]:
+            resolver = self.resolvers[r]
+            results, abandoned = await resolver([current[i] for i in todo], http)
+            if len(results) != len(todo):
+                raise ValueError(
+                    f"batch resolver {resolver!r} returned {len(results)} results "
+                    f"for {len(todo)} inputs"
+                )
+            return results, abandoned
+
+        def merge(todo: list[int], results: Sequence[ArticleIds], abandoned: set[int]) -> bool:
             gained = False
-            for resolver, seen in zip(self.resolvers, asked, strict=True):
-                todo = [
-                    i
-                    for i, ids in enumerate(current)
-                    if not ids.has(self.required)
-                    and seen.get(i, _NEVER) != _question(resolver, ids)
-                ]
-                if not todo:
-                    continue
-                for i in todo:
-                    seen[i] = _question(resolver, current[i])
-                results, abandoned = await resolver([current[i] for i in todo], http)
-                if len(results) != len(todo):
-                    raise ValueError(
-                        f"batch resolver {resolver!r} returned {len(results)} results "
-                        f"for {len(todo)} inputs"
-                    )
-                for position, index in enumerate(todo):
-                    # Merge again so a resolver that overwrites cannot change a known id.
-                    merged = current[index].merge(results[position])
-                    gained = gained or merged != current[index]
-                    current[index] = merged
-                gave_up.update(todo[j] for j in abandoned if 0 <= j < len(todo))
+            for position, index in enumerate(todo):
+                # Merge again so a resolver that overwrites cannot change a known id.
+                merged = current[index].merge(results[position])
+                gained = gained or merged != current[index]
+                current[index] = merged
+            gave_up.update(todo[j] for j in abandoned if 0 <= j < len(todo))
+            return gained
+
+        tell_final()
+        for round_ in range(MAX_ROUNDS):
+            gained = False
+            if round_ == 0:
+                # The first round in order: each resolver asks only about what the ones
+                # before it left incomplete (most bundles are complete after the first).
+                for r in range(len(self.resolvers)):
+                    todo = todo_of(r)
+                    if todo:
+                        gained = merge(todo, *await ask(r, todo)) or gained
+                        tell_final()
+                tell_final(rounds_done=True)
+            else:
+                # A later round's questions all follow from what the round before found:
+                # they go out at once, one round trip instead of one per resolver.
+                todos = [(r, todo) for r in range(len(self.resolvers)) if (todo := todo_of(r))]
+                answers = await _together([functools.partial(ask, r, todo) for r, todo in todos])
+                for (_, todo), (results, abandoned) in zip(todos, answers, strict=True):
+                    gained = merge(todo, results, abandoned) or gained
+                tell_final(rounds_done=True)
             if not gained:
                 break
         return current, {i for i in gave_up if not current[i].has(self.required)}
+
+
+def _id_values(ids: ArticleIds) -> set[tuple[str, str]]:
+    """The resolvable ids ``ids`` holds, as comparable (kind, value) pairs (DOIs lower-cased)."""
+    values = {("pmid", ids.pmid), ("pmcid", ids.pmcid), ("doi", (ids.doi or "").lower())}
+    return {(kind, value) for kind, value in values if value}
+
+
+async def _together(calls: Sequence[Callable[[], Awaitable[_T]]]) -> list[_T]:
+    """Await ``calls`` at once; the first to fail cancels the others and is raised as it is."""
+    tasks = [asyncio.ensure_future(call()) for call in calls]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return [task.result() for task in tasks]
+
+
+def tells_final(resolver: object) -> bool:
+    """Whether ``resolver`` (a :func:`chain_batch` composite) takes ``on_final=``.
+
+    Called so, it tells the caller, as it goes, the bundles whose ids are final:
+    ``on_final(indices, bundles)``, each index once, before it returns.
+    """
+    return isinstance(resolver, _BatchChain)
 
 
 def chain_batch(*resolvers: BatchResolver, required: Iterable[str] = RESOLVABLE) -> BatchResolver:
     """Compose batch resolvers; each sees only the elements still missing a ``required`` id.
 
     The resolvers run in order, then again, until a round leaves every bundle
-    as it was (at most :data:`MAX_ROUNDS` rounds). In a later round a resolver
-    is offered only the bundles whose question to it changed: the key it asks
+    as it was (at most :data:`MAX_ROUNDS` rounds). In a later round the
+    resolvers are asked at once (their questions follow from the round
+    before, not from each other), and each is offered only the bundles whose
+    question to it changed: the key it asks
     its service about (a ``lookup_key(ids)`` method, which the bundled
     resolvers have), or, for a resolver without one, the bundle itself. So a
     DOI-only bundle that gains a PMID from OpenAlex goes back to Europe PMC

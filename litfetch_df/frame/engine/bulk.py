@@ -59,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
 
 from ...ids import ArticleIds
 from ...operations.types import Fetcher, FileSource
@@ -76,6 +77,7 @@ from ...sources.springer import (
     SpringerFileSource,
 )
 from ...wire.http import get_logger
+from .ahead import prime_unpaywall
 from .primed_keys import PrimedKeys
 from .primers import HELD_LOOKUPS, PRIMERS, Service, may_prime, prime_held_works
 
@@ -90,6 +92,7 @@ __all__ = [
     "lost_terms_lookups",
     "may_prime",
     "prime",
+    "prime_ahead",
     "prime_held",
     "primed",
 ]
@@ -152,9 +155,10 @@ def for_fetchers(
 
 def for_licences() -> frozenset[Service]:
     """Return the services to prime for ``licences``: OpenAlex's works (OA status, licence,
-    a hundred DOIs a request; Unpaywall is asked only for the DOIs it does not know) and
-    Crossref, whose ``license[]`` is the last resort for a licence."""
-    return frozenset({Service.OPENALEX_TERMS, Service.CROSSREF})
+    a hundred DOIs a request; Unpaywall is asked only for the DOIs it does not know, and
+    asked ahead, :mod:`~litfetch_df.frame.engine.ahead`) and Crossref, whose ``license[]`` is the
+    last resort for a licence."""
+    return frozenset({Service.OPENALEX_TERMS, Service.CROSSREF, Service.UNPAYWALL})
 
 
 def for_service_terms(contact: str | None) -> frozenset[Service]:
@@ -204,6 +208,35 @@ def prime_held(
     if not _ENABLED:
         return set()
     return prime_held_works(session, bundles, works, credentials, keys)
+
+
+async def prime_ahead(
+    session: Session,
+    bundles: Sequence[ArticleIds],
+    *,
+    credentials: Mapping[str, object] | None = None,
+    into: PrimedKeys,
+    terms: asyncio.Future[Any] | None = None,
+    works: Mapping[str, Mapping[str, Any] | None] | None = None,
+    asked: set[str] | None = None,
+) -> list[str]:
+    """Ask Unpaywall ahead for ``bundles`` (:mod:`~litfetch_df.frame.engine.ahead`), after terms.
+
+    ``terms`` is the call's OpenAlex terms lookup, if one runs: a DOI it has not
+    primed yet waits for it; ``works`` and ``asked`` as
+    :func:`~litfetch_df.frame.engine.ahead.prime_unpaywall` takes them. As :func:`prime`
+    otherwise (the private switch, a failure logged and left to the per-article
+    path); returns the primed keys.
+    """
+    if _ENABLED and bundles:
+        creds = dict(credentials or {})
+        try:
+            await prime_unpaywall(
+                session, bundles, creds, into, terms=terms, works=works, asked=asked
+            )
+        except Exception as exc:  # an optimisation must never cost the step its answers
+            log.warning("asking Unpaywall ahead failed (%s); asking per unit", type(exc).__name__)
+    return list(into)
 
 
 async def prime(

@@ -36,7 +36,7 @@ class Gates:
     """The bulk lookups still running, and which per-article requests wait for them."""
 
     def __init__(self) -> None:
-        self._lookups: list[tuple[bulk.Service, asyncio.Task[list[str]]]] = []
+        self._lookups: list[tuple[bulk.Service, asyncio.Future[Any]]] = []
         self._signals: dict[str, asyncio.Event] = {}
 
     def signal(self, key: str) -> asyncio.Event:
@@ -52,11 +52,11 @@ class Gates:
         if event is not None:
             event.set()
 
-    def add(self, service: bulk.Service, task: asyncio.Task[list[str]]) -> None:
+    def add(self, service: bulk.Service, task: asyncio.Future[Any]) -> None:
         """Hold requests ``service`` may prime until ``task`` (its lookup) is done."""
         self._lookups.append((service, task))
 
-    def blocking(self, url: str) -> set[asyncio.Task[list[str]]]:
+    def blocking(self, url: str) -> set[asyncio.Future[Any]]:
         """Return the unfinished lookups a request to ``url`` should wait for."""
         return {t for s, t in self._lookups if not t.done() and bulk.may_prime(s, url)}
 
@@ -84,7 +84,7 @@ class Slot:
         self._taking = asyncio.Lock()
 
     async def wait_for(
-        self, lookups: set[asyncio.Task[list[str]]], primed: asyncio.Event | None = None
+        self, lookups: set[asyncio.Future[Any]], primed: asyncio.Event | None = None
     ) -> None:
         """Wait until ``lookups`` are done (or ``primed`` is set), holding no slot meanwhile."""
         self._waiting += 1

@@ -15,6 +15,10 @@ starts, so the hosts of different steps are never busy at the same time.
    steps share is fetched once, through the scope's cache, and with many
    units in flight every host has work at the same time.
 
+On a first run (the default resolver, no ``out_dir``) the two overlap: a row
+whose ids the resolution will not change any more starts its steps at once,
+while the others still resolve (ADR 0022).
+
 The result has the columns, dtypes and values of the chained calls (in their
 order: bodies, file-set, licences, relations), with each step judged on its
 own: a step's error column says ``abandoned: …`` only for a failure of that
@@ -24,6 +28,7 @@ step, exactly the rows that step abandoned.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -35,7 +40,8 @@ from ...operations.types import BatchResolver, Fetcher, FileSource
 from ..io.outputs import open_out
 from .context import CallContext, CallOptions, call_context
 from .cost import plan_costs
-from .runner import UnitStep, run_steps
+from .plan import parse_ids
+from .runner import EarlyRows, UnitStep, run_steps
 from .spent import planned_by_host, record_requests, sent_since
 from .steps.bodies import BodiesStep
 from .steps.files import FilesStep
@@ -132,6 +138,15 @@ async def run(
         works: dict[str, dict[str, Any] | None] | None = (
             {} if resolver is None and {"files", "licences"} & set(per_row) else None
         )
+        if per_row and "resolve" in wanted and _resolves_afresh(frame, resolver, force, out_dir):
+            # A first run: each row's steps start once its ids are final (ADR 0022).
+            steps_ = _unit_steps(
+                per_row, ctx, fetchers=fetchers, sources=sources, kind=kind, out_dir=out_dir
+            )
+            out = await _resolve_and_run(frame, ctx, steps_, force, works)
+            ctx = ctx.reading_canonical()
+            record_requests(out, planned, sent_since(before, ctx.session.requests_by_host))
+            return ctx.stamp(out)
         if "resolve" in wanted:
             base = await resolve_frame(base, ctx, resolver, force, openalex_works=works)
             ctx = ctx.reading_canonical()
@@ -144,6 +159,69 @@ async def run(
             out = await run_steps(base, ctx, steps_, force=force, desc="run", openalex_works=works)
         record_requests(out, planned, sent_since(before, ctx.session.requests_by_host))
         return ctx.stamp(out)
+
+
+def _resolves_afresh(
+    frame: pd.DataFrame,
+    resolver: BatchResolver | None,
+    force: bool,
+    out_dir: str | os.PathLike[str] | None,
+) -> bool:
+    """Whether rows may start their steps while the others resolve: every step afresh.
+
+    The default resolver only (it tells which bundles are final), no step
+    re-running (its plan reads the resolved frame's earlier cells), and no
+    bodies written to a directory (their names are reserved over the whole frame).
+    """
+    if resolver is not None or out_dir is not None:
+        return False
+    columns = {"resolve_error", "body_error", "files_error", "licence_error", "related_error"}
+    return force or not (columns & set(frame.columns))
+
+
+async def _resolve_and_run(
+    frame: pd.DataFrame,
+    ctx: CallContext,
+    steps: Sequence[UnitStep],
+    force: bool,
+    works: dict[str, dict[str, Any] | None] | None,
+) -> pd.DataFrame:
+    """Resolve ``frame`` while the steps run over the rows whose ids are already final."""
+    told: asyncio.Queue[tuple[list[int], pd.DataFrame] | None] = asyncio.Queue()
+
+    def tell(rows: list[int], resolved: pd.DataFrame) -> None:
+        told.put_nowait((rows, resolved))
+
+    async def resolving() -> pd.DataFrame:
+        try:
+            return await resolve_frame(frame, ctx, None, force, openalex_works=works, on_final=tell)
+        finally:
+            told.put_nowait(None)
+
+    total = sum(not ids.is_empty() for ids in parse_ids(frame, ctx.explicit).bundles)
+    resolution = asyncio.create_task(resolving())
+    try:
+        early = EarlyRows(told, resolution, total)
+        return await run_steps(
+            frame,
+            ctx.reading_canonical(),
+            steps,
+            force=force,
+            desc="run",
+            openalex_works=works,
+            early=early,
+        )
+    except BaseException as exc:
+        task = asyncio.current_task()
+        if not isinstance(exc, asyncio.CancelledError) and not (task and task.cancelling()):
+            # The pass failed, not the call: the resolution's requests already answered
+            # are read and kept (a re-run asks them no more); what it asks next fails.
+            await asyncio.gather(resolution, return_exceptions=True)
+        raise
+    finally:
+        if not resolution.done():
+            resolution.cancel()
+        await asyncio.gather(resolution, return_exceptions=True)
 
 
 def _planned(frame: pd.DataFrame, wanted: Sequence[str], ctx: CallContext) -> dict[str, int]:

@@ -55,8 +55,10 @@ from ...sources.springer_batch import (
     springer_batch_key,
 )
 from ...sources.springer_oa_batch import single_answer, springer_oa_pages
+from ...sources.unpaywall import UNPAYWALL_URL
 from ...store.answers import Recalled
 from ...wire.http import BulkHttp, get_logger
+from .ahead import prime_unpaywall
 from .primed_answers import (
     JSON_HEADERS,
     Answer,
@@ -88,6 +90,8 @@ class Service(enum.Enum):
     EUROPE_PMC_FULL_TEXT = "europe_pmc_full_text"
     SPRINGER_OPEN_ACCESS = "springer_open_access"
     OPENALEX_TERMS = "openalex_terms"
+    UNPAYWALL = "unpaywall"
+    """No bulk form: the questions the licences step will ask, asked ahead (see ``ahead``)."""
 
 
 _PRIMED_URLS: Final[Mapping[Service, str]] = {
@@ -97,6 +101,7 @@ _PRIMED_URLS: Final[Mapping[Service, str]] = {
     Service.EUROPE_PMC_FULL_TEXT: f"{EUROPE_PMC_REST}/PMC",
     Service.SPRINGER_OPEN_ACCESS: SPRINGER_OA_JATS_URL,
     Service.OPENALEX_TERMS: WORKS_URL,
+    Service.UNPAYWALL: UNPAYWALL_URL,
 }
 
 
@@ -468,4 +473,5 @@ PRIMERS: Final = {
     Service.EUROPE_PMC_FULL_TEXT: _prime_europe_pmc,
     Service.SPRINGER_OPEN_ACCESS: _prime_springer_open_access,
     Service.OPENALEX_TERMS: _prime_openalex_terms,
+    Service.UNPAYWALL: prime_unpaywall,
 }

@@ -19,6 +19,11 @@ the connection pool are shared by every row. For each call the runner:
    work at the same time; each step is judged on its own requests;
 4. fills each step's columns (:mod:`~litfetch_df.frame.engine.fill`), in step order.
 
+In ``run()``'s first pass over a frame the resolution is still going when the
+runner starts (:class:`~litfetch_df.frame.engine.unit_pass.EarlyRows`): a row whose
+ids are final starts its steps at once, and the bulk lookups, which need every
+bundle, start when the resolution is over (ADR 0022).
+
 A step is a value (:class:`UnitStep`): its columns and dtypes, its error
 column, what it reads of the cells earlier steps leave, its bulk lookups, the
 work for one unit and how a result becomes cells. Interrupted, the runner
@@ -32,7 +37,7 @@ import asyncio
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping, Sequence
-from typing import Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pandas as pd
 
@@ -45,13 +50,25 @@ from . import bulk
 from .bridge import offer_partial
 from .context import CallContext
 from .fill import fill
-from .gates import Gates, Slot, UnitHttp
+from .gates import UnitHttp
 from .outcome import INTERRUPTED, Outcome, Partial, attempt, is_none
-from .plan import Plan, Units, parse_ids, plan_step, units_of
+from .plan import Plan, parse_ids, plan_step, units_of
 from .progress import Progress
+from .unit_pass import (
+    LIVE_UNITS_PER_SLOT,
+    EarlyRows,
+    Pass,
+    Planned,
+    UnitResult,
+    Work,
+    told_works,
+    wanted_of,
+    works_of,
+)
 
 __all__ = [
     "LIVE_UNITS_PER_SLOT",
+    "EarlyRows",
     "Job",
     "UnitStep",
     "progress_bar",
@@ -234,26 +251,15 @@ async def run_keyed(
 # -- the per-bundle steps ----------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Planned:
-    step: UnitStep
-    plan: Plan
-    units: Units
-
-
-LIVE_UNITS_PER_SLOT: Final = 4
-"""Units started and not yet finished, per unit of ``concurrency``, waiting ones included."""
-
-_UnitResult = list[dict[int, Outcome[Any]]]
-"""Per step of the call, the outcome of each of the unit's rows the step worked on."""
-
-
 class _Reads:
     """A row's cells of given columns as they stand once the earlier steps of the call are done."""
 
-    def __init__(self, base: pd.DataFrame, planned: Sequence[_Planned]) -> None:
+    def __init__(
+        self, base: pd.DataFrame, steps: Sequence[UnitStep], reruns: Sequence[bool]
+    ) -> None:
         self._base = base
-        self._planned = planned
+        self._steps = steps
+        self._reruns = reruns
         self._prior: dict[tuple[int, str], list[object]] = {}
         self._writers: dict[tuple[int, str], int | None] = {}
 
@@ -262,8 +268,7 @@ class _Reads:
         key = (step, name)
         if key not in self._writers:
             self._writers[key] = next(
-                (t for t in range(step - 1, -1, -1) if name in self._planned[t].step.dtypes),
-                None,
+                (t for t in range(step - 1, -1, -1) if name in self._steps[t].dtypes), None
             )
         return self._writers[key]
 
@@ -271,25 +276,26 @@ class _Reads:
         # As fill() leaves a column: a step's own column starts afresh unless it re-runs.
         key = (-1 if writer is None else writer, name)
         if key not in self._prior:
-            fresh = writer is not None and not self._planned[writer].plan.rerun
+            fresh = writer is not None and not self._reruns[writer]
             self._prior[key] = [None] * len(self._base) if fresh else previous(self._base, name)
         return self._prior[key]
 
     def cells(
-        self, step: int, row: int, names: Sequence[str], found: _UnitResult
+        self, step: int, row: int, names: Sequence[str], found: UnitResult
     ) -> dict[str, object]:
         """Row ``row``'s cells of ``names`` for step ``step``; ``found``: its unit so far."""
         out: dict[str, object] = {}
         for name in names:
             writer = self._writer(step, name)
-            if writer is not None and row in self._planned[writer].units.todo:
-                outcome = found[writer].get(row)
-                if name == self._planned[writer].step.error_column:
-                    out[name] = outcome.error if outcome is not None else None
+            # The writer worked on the row in this unit iff it left the row an outcome.
+            if writer is not None and row in found[writer]:
+                outcome = found[writer][row]
+                if name == self._steps[writer].error_column:
+                    out[name] = outcome.error
                     continue
-                value = outcome.value if outcome is not None else None
+                value = outcome.value
                 out[name] = (
-                    self._planned[writer].step.cells(value).get(name) if value is not None else None
+                    self._steps[writer].cells(value).get(name) if value is not None else None
                 )
             else:
                 out[name] = self._before(writer, name)[row]
@@ -297,10 +303,37 @@ class _Reads:
 
     def own(self, step: int, row: int) -> dict[str, object]:
         """Row ``row``'s own cells of step ``step`` from an earlier run (it re-runs)."""
-        planned = self._planned[step]
-        if not planned.plan.rerun:
+        if not self._reruns[step]:
             return {}
-        return {name: self._before(None, name)[row] for name in planned.step.dtypes}
+        return {name: self._before(None, name)[row] for name in self._steps[step].dtypes}
+
+
+async def _unit(
+    steps: Sequence[UnitStep], reads: _Reads, http: UnitHttp, scope: Session, work: Work
+) -> UnitResult:
+    """Do ``work``'s steps in turn in ``scope``; each judged on its own requests."""
+    found: UnitResult = [{} for _ in steps]
+    scratch: dict[str, object] = {}
+    for s, step in enumerate(steps):
+        groups: dict[Hashable, tuple[Job, list[int]]] = {}
+        for i, bundle in work.per_step[s]:
+            cells = reads.cells(s, i, step.reads, found) if step.reads else {}
+            before = reads.own(s, i) if step.resumes else {}
+            token = (step.token(cells), step.resume_token(before) if before else None)
+            if token not in groups:
+                groups[token] = (Job(bundle, cells, scratch, before), [])
+            groups[token][1].append(i)
+        for job, members in groups.values():
+            outcome = await attempt(
+                scope,
+                functools.partial(step.work, http, job),
+                step.empty,
+                since=len(scope.failures),  # earlier failures are other steps'
+                partial=True,
+            )
+            for i in members:
+                found[s][i] = outcome
+    return found
 
 
 async def run_steps(
@@ -312,6 +345,7 @@ async def run_steps(
     desc: str,
     parsed: ParsedIds | None = None,
     openalex_works: MutableMapping[str, dict[str, Any] | None] | None = None,
+    early: EarlyRows | None = None,
 ) -> pd.DataFrame:
     """Run ``steps`` over ``base``, each distinct bundle once; return it with their columns.
 
@@ -320,75 +354,29 @@ async def run_steps(
     ``openalex_works``: OpenAlex works (with access terms) the call already read,
     by lower-cased DOI; the bundles they cover are not asked about again (it is
     emptied once they are primed, so a long table does not keep them).
+    ``early``: ``base`` is still being resolved (a first run, every step
+    afresh); the units of the rows it tells final start at once, the bulk
+    lookups and the other units once the resolved frame is in (ADR 0022).
     """
-    if parsed is None:
-        parsed = parse_ids(base, ctx.explicit)  # every step reads the same id columns
-    planned: list[_Planned] = []
-    keys: dict[ArticleIds, ArticleIds] = {}
-    for step in steps:
-        plan = plan_step(base, ctx.explicit, step.error_column, force, parsed)
-        planned.append(_Planned(step, plan, units_of(plan, keys)))
-    del keys
-    for p in planned:
-        p.step.prepare(p.plan, ctx)
-        if p.plan.rerun:
-            p.step.keep_earlier(p.plan, functools.partial(previous, base))
-
-    # Units in row order; each counts the rows any step does for it.
-    rows_of: dict[ArticleIds, list[int]] = {}
-    for i in sorted(set().union(*(p.units.todo for p in planned))):
-        key = next(p.units.row_key[i] for p in planned if i in p.units.todo)
-        rows_of.setdefault(key, []).append(i)
-
-    reads = _Reads(base, planned)
+    if early is not None:
+        return await _run_early(base, ctx, steps, force, desc, openalex_works, early)
+    planned = _plan(base, ctx, steps, force, parsed)
+    reads = _Reads(base, [p.step for p in planned], [p.plan.rerun for p in planned])
     # Per step, the outcome of each row of a finished unit: one flat map per step, not a
     # list of small maps per unit (which cost a table of 20,000 bundles some 15 MB).
-    results: _UnitResult = [{} for _ in planned]
-
-    async def unit(http: UnitHttp, scope: Session, key: ArticleIds) -> _UnitResult:
-        found: _UnitResult = [{} for _ in planned]
-        scratch: dict[str, object] = {}
-        for s, p in enumerate(planned):
-            rows = [i for i in rows_of[key] if i in p.units.todo]
-            groups: dict[Hashable, tuple[Job, list[int]]] = {}
-            for i in rows:
-                cells = reads.cells(s, i, p.step.reads, found) if p.step.reads else {}
-                before = reads.own(s, i) if p.step.resumes else {}
-                token = (p.step.token(cells), p.step.resume_token(before) if before else None)
-                if token not in groups:
-                    groups[token] = (Job(p.plan.bundles[i], cells, scratch, before), [])
-                groups[token][1].append(i)
-            for job, members in groups.values():
-                outcome = await attempt(
-                    scope,
-                    functools.partial(p.step.work, http, job),
-                    p.step.empty,
-                    since=len(scope.failures),  # earlier failures are other steps'
-                    partial=True,
-                )
-                for i in members:
-                    found[s][i] = outcome
-        return found
-
-    # The bulk lookups each step asks for, over the bundles that need them: a step that
-    # resumes may need fewer for a row it re-runs (a file-set missing one source only).
-    wanted: dict[bulk.Service, dict[ArticleIds, None]] = {}
-    for s, p in enumerate(planned):
-        services = p.step.services()
-        if not services:
-            continue
-        if not (p.plan.rerun and p.step.resumes):
-            for service in services:
-                wanted.setdefault(service, {}).update(dict.fromkeys(p.units.first.values()))
-            continue
-        for i in sorted(p.units.todo):
-            bundle = p.units.first[p.units.row_key[i]]
-            for service in p.step.services_for(reads.own(s, i)) & services:
-                wanted.setdefault(service, {})[bundle] = None
-
+    results: UnitResult = [{} for _ in planned]
+    works = works_of(planned)
+    bar = progress_bar(ctx, sum(len(w.rows) for w in works), desc)
+    run = Pass(ctx, [p.step for p in planned], results, bar)
+    unit = functools.partial(_unit, steps, reads)
     try:
-        held = {} if openalex_works is None else openalex_works
-        await _run_units_gated(ctx, rows_of, planned, unit, results, desc, wanted, held)
+        try:
+            run.start_lookups(wanted_of(planned, reads), openalex_works)
+            async with asyncio.TaskGroup() as group:
+                for work in works:
+                    await run.start(group, work, unit)
+        finally:
+            await run.close()
     except asyncio.CancelledError:
         done = [dict(per_step) for per_step in results]
         offer_partial(lambda: _assemble(base, planned, done, missing=INTERRUPTED))
@@ -396,86 +384,95 @@ async def run_steps(
     return _assemble(base, planned, results)
 
 
-async def _run_units_gated(
+async def _run_early(
+    base: pd.DataFrame,
     ctx: CallContext,
-    rows_of: Mapping[ArticleIds, list[int]],
-    planned: Sequence[_Planned],
-    unit: Callable[[UnitHttp, Session, ArticleIds], Awaitable[_UnitResult]],
-    results: _UnitResult,
+    steps: Sequence[UnitStep],
+    force: bool,
     desc: str,
-    wanted: Mapping[bulk.Service, Mapping[ArticleIds, None]],
-    openalex_works: MutableMapping[str, dict[str, Any] | None],
-) -> None:
-    """Start the bulk lookups, then every unit, ``concurrency`` working at once; unprime.
-
-    A unit's outcomes are added to ``results`` (per step, by row) once all
-    its steps are done, and
-    the answers primed for it alone are unprimed then; the rest at the end.
-    """
-    session = ctx.session
-    credentials = dict(ctx.options.credentials)
-    gates = Gates()
-    keys = bulk.PrimedKeys(session)
-    keys.on_add = gates.primed
-    slots = asyncio.Semaphore(max(1, ctx.options.concurrency))
-    # A unit waiting for a lookup gives its slot away, so without a second bound every unit
-    # of the table would be started (and held, with its scope and cells) while a slow lookup
-    # runs. This bounds the units started and not finished, parked ones included.
-    live = asyncio.Semaphore(max(1, ctx.options.concurrency) * LIVE_UNITS_PER_SLOT)
-    bar = progress_bar(ctx, sum(len(r) for r in rows_of.values()), desc)
-    lead = planned[0] if planned else None
-
-    async def one(key: ArticleIds, slot: Slot, rows: Sequence[int]) -> None:
-        try:
-            async with session.scope() as scope:
-                found = await unit(UnitHttp(scope, gates, slot), scope, key)
-        finally:
-            slot.release()
-            live.release()
-        # Its primed answers have had their last use (unless another unit shares them).
-        keys.release(key)
-        for per_step, mine in zip(results, found, strict=True):
-            per_step.update(mine)
-        outcomes = [o for per_step in found for o in per_step.values()]
-        tag = None
-        if lead is not None:
-            first = next((found[0][i] for i in rows if i in found[0]), None)
-            if first is not None and first.value is not None:
-                tag = lead.step.label(first.value)
-        bar.advance(len(rows), label=tag, error=any(o.error is not None for o in outcomes))
-
+    openalex_works: MutableMapping[str, dict[str, Any] | None] | None,
+    early: EarlyRows,
+) -> pd.DataFrame:
+    """:func:`run_steps` while ``base`` resolves: the rows told final start first."""
+    results: UnitResult = [{} for _ in steps]
+    run = Pass(ctx, list(steps), results, progress_bar(ctx, early.total, desc))
+    # Until the lookups start, a request one of them may answer waits as for a running one.
+    services: frozenset[bulk.Service] = frozenset().union(*(s.services() for s in steps))
+    run.hold(services)
+    # Unpaywall is asked ahead for a DOI OpenAlex does not know as soon as its row starts.
+    ahead = openalex_works if bulk.Service.UNPAYWALL in services else None
+    first_unit = functools.partial(_unit, steps, _Reads(base, steps, [False] * len(steps)))
+    started: set[int] = set()
+    resolved: pd.DataFrame | None = None
+    planned: list[Planned] = []
     try:
-        # Every lookup starts now, each service at its own pace; the units start at once
-        # too, and only a request a lookup may answer waits for it (see UnitHttp).
-        for service in bulk.Service:
-            if service in wanted:
-                bundles = list(wanted[service])
-                if service is bulk.Service.OPENALEX_TERMS and openalex_works:
-                    # The resolution's works filter read these already: primed, not asked.
-                    held = bulk.prime_held(session, bundles, openalex_works, credentials, keys)
-                    bundles = [b for i, b in enumerate(bundles) if i not in held]
-                    openalex_works.clear()
-                    if not bundles:
-                        continue
-                lookup = bulk.prime(session, bundles, {service}, credentials=credentials, into=keys)
-                gates.add(service, asyncio.create_task(lookup))
-        async with asyncio.TaskGroup() as group:
-            for key, rows in rows_of.items():
-                await live.acquire()
-                await slots.acquire()
-                group.create_task(one(key, Slot(slots), rows))
-    finally:
-        bar.close()
         try:
-            await gates.close()  # no lookup may prime anything after the unprime below
+            async with asyncio.TaskGroup() as group:
+                ready: asyncio.Queue[Work | None] = asyncio.Queue()
+
+                async def told() -> None:
+                    # Taken as told (Unpaywall asked ahead at once), started as slots free.
+                    while (batch := await early.told.get()) is not None:
+                        works = told_works(*batch, ctx, len(steps))
+                        if ahead:
+                            run.ask_ahead([w.per_step[0][0][1] for w in works], ahead)
+                        for work in works:
+                            ready.put_nowait(work)
+                    ready.put_nowait(None)
+
+                async def start_told() -> None:
+                    while (work := await ready.get()) is not None:
+                        started.update(work.rows)
+                        await run.start(group, work, first_unit)
+
+                group.create_task(told())
+                feeding = group.create_task(start_told())
+                # Shielded: a failing unit stops the pass, not the resolution (its caller decides).
+                resolved = await asyncio.shield(early.resolution)
+                planned = _plan(resolved, ctx, steps, force, None)
+                reads = _Reads(resolved, steps, [p.plan.rerun for p in planned])
+                run.start_lookups(wanted_of(planned, reads), openalex_works)
+                await feeding
+                unit = functools.partial(_unit, steps, reads)
+                for work in works_of(planned, frozenset(started)):
+                    await run.start(group, work, unit)
         finally:
-            session.unprime(keys)
+            await run.close()
+    except asyncio.CancelledError:
+        if resolved is not None and planned:
+            done = [dict(per_step) for per_step in results]
+            frame = resolved
+            offer_partial(lambda: _assemble(frame, planned, done, missing=INTERRUPTED))
+        raise
+    return _assemble(resolved, planned, results)
+
+
+def _plan(
+    base: pd.DataFrame,
+    ctx: CallContext,
+    steps: Sequence[UnitStep],
+    force: bool,
+    parsed: ParsedIds | None,
+) -> list[Planned]:
+    """Plan each step over ``base`` and let it look at its plan (prepare, keep earlier cells)."""
+    if parsed is None:
+        parsed = parse_ids(base, ctx.explicit)  # every step reads the same id columns
+    planned: list[Planned] = []
+    keys: dict[ArticleIds, ArticleIds] = {}
+    for step in steps:
+        plan = plan_step(base, ctx.explicit, step.error_column, force, parsed)
+        planned.append(Planned(step, plan, units_of(plan, keys)))
+    for p in planned:
+        p.step.prepare(p.plan, ctx)
+        if p.plan.rerun:
+            p.step.keep_earlier(p.plan, functools.partial(previous, base))
+    return planned
 
 
 def _assemble(
     base: pd.DataFrame,
-    planned: Sequence[_Planned],
-    results: _UnitResult,
+    planned: Sequence[Planned],
+    results: UnitResult,
     *,
     missing: Outcome[Any] | None = None,
 ) -> pd.DataFrame:

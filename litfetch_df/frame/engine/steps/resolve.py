@@ -9,12 +9,14 @@ sends only those rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any, Final
+import functools
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Final, Protocol, cast
 
 import pandas as pd
 
 from ....ids import ArticleIds
+from ....operations.resolution import tells_final
 from ....operations.types import BatchResolver
 from ....session import Session
 from ...io.columns import CANONICAL
@@ -53,11 +55,17 @@ async def resolve_frame(
     force: bool,
     *,
     openalex_works: MutableMapping[str, dict[str, Any] | None] | None = None,
+    on_final: Callable[[list[int], pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Return ``frame`` with its ids resolved in batches (``resolver``, else the default).
 
     ``openalex_works`` (the default resolver only): where each DOI's OpenAlex work
     with its access terms goes as the resolution reads it, for later steps.
+    ``on_final``: told, while the rest still resolve, the rows whose ids are
+    final, with those rows as the returned frame will hold them; only on a
+    first resolution of at most :data:`RESOLVE_CHUNK` distinct bundles by a
+    resolver that tells them (:func:`~litfetch_df.operations.resolution.tells_final`,
+    as the default one does), else never.
     """
     plan = plan_step(frame, ctx.explicit, "resolve_error", force)
     units = units_of(plan)
@@ -69,11 +77,21 @@ async def resolve_frame(
         if resolver is not None
         else (_default_batch_resolver(ctx.options, openalex_works) if keys else None)
     )
+    tell = (
+        _teller(frame, plan, first, units.row_key, on_final)
+        if on_final is not None and tells_final(batch) and len(chunks) == 1 and not plan.rerun
+        else None
+    )
 
     async def work(http: Session, index: int) -> _Found:
         assert batch is not None
         members = chunks[index]
-        resolved, abandoned = await batch([first[k] for k in members], http)
+        if tell is not None:
+            told = functools.partial(tell, members)
+            chained = cast(_TellingResolver, batch)
+            resolved, abandoned = await chained([first[k] for k in members], http, on_final=told)
+        else:
+            resolved, abandoned = await batch([first[k] for k in members], http)
         if len(resolved) != len(members):
             raise ValueError(
                 f"batch resolver returned {len(resolved)} results for {len(members)} inputs"
@@ -95,6 +113,50 @@ async def resolve_frame(
         partial=lambda done: _resolved(frame, plan, first, units.row_key, chunks, done),
     )
     return _resolved(frame, plan, first, units.row_key, chunks, outcomes)
+
+
+class _TellingResolver(Protocol):
+    """The default batch resolver, which tells the bundles whose ids are final as it goes."""
+
+    async def __call__(
+        self,
+        batch: Sequence[ArticleIds],
+        http: Session,
+        *,
+        on_final: Callable[[list[int], list[ArticleIds]], None] | None = None,
+    ) -> tuple[Sequence[ArticleIds], set[int]]: ...
+
+
+def _teller(
+    frame: pd.DataFrame,
+    plan: Plan,
+    first: Mapping[ArticleIds, ArticleIds],
+    row_key: Sequence[ArticleIds],
+    on_final: Callable[[list[int], pd.DataFrame], None],
+) -> Callable[[Sequence[ArticleIds], list[int], list[ArticleIds]], None]:
+    """Turn the chain's final bundles (by position in a chunk) into rows of the resolved frame."""
+    rows_of: dict[ArticleIds, list[int]] = {}
+    for i in plan.todo:
+        rows_of.setdefault(row_key[i], []).append(i)
+
+    def tell(members: Sequence[ArticleIds], done: list[int], found: list[ArticleIds]) -> None:
+        rows: list[int] = []
+        ids_of: dict[int, ArticleIds] = {}
+        for position, ids in zip(done, found, strict=True):
+            key = members[position]
+            merged = first[key].merge(ids)
+            for i in rows_of[key]:
+                rows.append(i)
+                ids_of[i] = plan.bundles[i].merge(merged)
+        rows.sort()
+        values: dict[str, list[object]] = {
+            kind: [getattr(ids_of[i], kind) for i in rows] for kind in CANONICAL
+        }
+        # As _resolved() writes them: a row resolved in full keeps only its parse errors.
+        values["resolve_error"] = [plan.parse_errors[i] for i in rows]
+        on_final(rows, with_columns(frame.iloc[rows], values, _DTYPES))
+
+    return tell
 
 
 def _resolved(
