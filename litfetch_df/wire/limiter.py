@@ -172,6 +172,11 @@ class HostLimiter(Slots):
         self._announced_cap = 0  # an in-flight ceiling the host announced
         self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
         self._most_clean = 0  # the most in flight a clean answer was sent with
+        # A throttle read as a concurrency limit, until a clean answer refutes it: the ticket,
+        # how many at the host a clean answer (sent before the reading) must have had to
+        # refute it, and the learned cap before the reading.
+        self._suspect: tuple[Ticket, int, int] | None = None
+        self._refused: list[float] = []  # send times of the suspect's episode's throttled requests
         self._srtt = 0.0  # smoothed round trip of clean answers (0: none yet)
         self._min_rtt = math.inf  # the shortest round trip seen
         self._best = 0.0  # the fastest pace ever proven (see _proven)
@@ -297,8 +302,11 @@ class HostLimiter(Slots):
             # tells nothing new about the pace; it only waits.
             if retry or ticket.epoch != self._epoch:
                 self._episode += 1  # one more 429 a failed probe would cost
+                if not retry:
+                    self._refuted(ticket, refused=True)
             else:
                 self._episode = 1
+                self._refused = [ticket.sent]
                 self._cut(ticket, crowded=self._has_room(ticket, headers))
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
@@ -354,8 +362,8 @@ class HostLimiter(Slots):
         self._calm_since = self._clock.now()
         self._calm_answers = 0
         self._slow_start = False
-        proven = self._proven()
-        self._best = max(self._best, proven)
+        self._suspect = None
+        self._best = max(self._best, self._proven())
         if crowded:
             # Refused with room left in the announced window: a concurrency limit. One
             # place fewer than this request found on the wire (what clean answers were
@@ -363,22 +371,53 @@ class HostLimiter(Slots):
             self._learned_cap = max(1, min(self._most_clean, ticket.on_wire - 1))
             self._wake()
             return
+        before = self._learned_cap
         if ticket.on_wire > max(1, self._most_clean) >= ticket.in_flight:
             # Another request was still out, but maybe answered already: either limit may
             # have refused it. Cap in flight where answers were clean, and cut the pace too.
             self._learned_cap = max(1, self._most_clean)
             if ticket.round != self._round or ticket.rate * self._srtt >= 2:
                 # Sent at a pace a clean answer has since raised, or with two or more at the host
-                # on every round trip anyway (a long one): not the pace, then.
+                # on every round trip anyway (a long one): not the pace, then (unless refuted).
+                self._suspect = (ticket, ticket.on_wire, before)
                 self._wake()
                 return
         elif ticket.in_flight > max(1, self._most_clean):
             # More at the host than any clean answer was sent with: a concurrency limit is
             # the likelier reading. Cap in flight where answers were clean (a later probe
-            # adds a place back when the cap binds); the pace stays.
+            # adds a place back when the cap binds); the pace stays (unless refuted).
             self._learned_cap = max(1, self._most_clean)
+            self._suspect = (ticket, ticket.in_flight, before)
             self._wake()
             return
+        self._cut_pace(ticket)
+
+    def _refuted(self, ticket: Ticket, *, refused: bool = False) -> None:
+        """Cut the pace after all if ``ticket``'s answer refutes a concurrency reading.
+
+        Counting only the requests at the host that it served (the throttled ones of the
+        episode do not hold a place there), a request sent before the reading that was
+        refused with no more at the host than the cap the reading set, or that came back
+        clean with as many as the refused one found, shows the host serves that many: the
+        pace drew the throttle. Same episode: no new hold; its 429s on the wire only wait.
+        """
+        if self._suspect is None:
+            return
+        first, many, before = self._suspect
+        if ticket.epoch != first.epoch:
+            return
+        served = ticket.in_flight - sum(
+            1 for sent in self._refused if ticket.sent - self._min_rtt < sent < ticket.sent
+        )
+        if (served > self._learned_cap) if refused else (served < many):
+            return
+        self._suspect = None
+        self._learned_cap = before
+        self._epoch += 1
+        self._cut_pace(first, refuted=True)
+        self._wake()
+
+    def _cut_pace(self, ticket: Ticket, *, refuted: bool = False) -> None:
         drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
@@ -391,10 +430,15 @@ class HostLimiter(Slots):
             and ticket.sent < self._round_start + BURST_SECONDS + ROUND_RTTS * self._srtt
         )
         back = min(self._held if fresh else CUT * drew, self._achieved())
+        if refuted:
+            # The host refused past what the reading capped: the episode has cost two 429s or
+            # more, and a guess still over a drained bucket would cost as many again. Back to
+            # what it proved, then, but a proof of few answers cuts once more at most.
+            back = min(back, max(self._proven(), CUT * back))
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
         floor = max(FLOOR_RATE, CUT * self._best)
-        self.rate = self._settled = min(self._ceiling(), max(floor, proven, back))
+        self.rate = self._settled = min(self._ceiling(), max(floor, self._proven(), back))
 
     def _measured(self) -> float:
         achieved = self._achieved()
@@ -412,6 +456,7 @@ class HostLimiter(Slots):
             self._srtt = rtt if self._srtt <= 0 else self._srtt + SRTT_GAIN * (rtt - self._srtt)
             self._min_rtt = min(self._min_rtt, rtt)
         self._most_clean = max(self._most_clean, ticket.in_flight)
+        self._refuted(ticket)
         if not ticket.pressed or ticket.round != self._round:
             return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
