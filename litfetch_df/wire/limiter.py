@@ -304,6 +304,7 @@ class HostLimiter(Slots):
                 self._episode += 1  # one more 429 a failed probe would cost
                 if not retry:
                     self._refuted(ticket, refused=True)
+                self._refused.append(ticket.sent)
             else:
                 self._episode = 1
                 self._refused = [ticket.sent]
@@ -434,7 +435,7 @@ class HostLimiter(Slots):
             # The host refused past what the reading capped: the episode has cost two 429s or
             # more, and a guess still over a drained bucket would cost as many again. Back to
             # what it proved, then, but a proof of few answers cuts once more at most.
-            back = min(back, max(self._proven(), CUT * back))
+            back = min(back, max(self._proven(), math.sqrt(CUT) * back))
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
         floor = max(FLOOR_RATE, CUT * self._best)
