@@ -11,7 +11,9 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   back by it, comes back clean) until the first throttle or the ceiling.
 * **A throttle** (429, 503, a domain's "slow down") is met once per episode. A
   refusal while the announced window still has room, or past the most requests a
-  clean answer was sent with, is a concurrency limit: in flight is cut. Otherwise
+  clean answer was sent with, is a concurrency limit: in flight is cut, until a request of
+  the same episode refutes it (refused within that cap, counting only the requests the
+  host served): then the pace is cut after all, to what the host proved. Otherwise
   the pace goes back to the last pace that held (the previous round's, or half a
   settled pace), never below what the host has provably admitted, and the whole
   host is held for the later of its ``Retry-After`` and a back-off. Afterwards the
@@ -38,8 +40,9 @@ The rules are this module; the queue, slots, holds and parking they drive are
 the header parsing :mod:`litfetch_df.wire.rate_headers`; see
 docs/adr/0007-adaptive-host-limiter.md.
 
-(About 570 lines, over the project's 550: the rules of one host's pace, each with the
-reason it is there, read best in one place.)
+(About 580 lines, over the project's 550: the rules of one host's pace, each with the
+reason it is there, read best in one place; the evidence windows a pace is proved by are
+:class:`~litfetch_df.wire.limiter_values.Evidence`.)
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from .http import Rate, RetryPolicy, sane_seconds
 from .limiter_slots import Slots
 from .limiter_values import (
     Ceiling,
+    Evidence,
     HostLimit,
     HostParked,
     Lessons,
@@ -172,11 +176,10 @@ class HostLimiter(Slots):
         self._announced_cap = 0  # an in-flight ceiling the host announced
         self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
         self._most_clean = 0  # the most in flight a clean answer was sent with
-        # A throttle read as a concurrency limit, until a clean answer refutes it: the ticket,
-        # how many at the host a clean answer (sent before the reading) must have had to
-        # refute it, and the learned cap before the reading.
-        self._suspect: tuple[Ticket, int, int] | None = None
-        self._refused: list[float] = []  # send times of the suspect's episode's throttled requests
+        # A throttle read as a concurrency limit (and the cap before it) until refuted, and the
+        # send times of its episode's throttled requests.
+        self._suspect: tuple[Ticket, int] | None = None
+        self._refused: list[float] = []
         self._srtt = 0.0  # smoothed round trip of clean answers (0: none yet)
         self._min_rtt = math.inf  # the shortest round trip seen
         self._best = 0.0  # the fastest pace ever proven (see _proven)
@@ -194,12 +197,7 @@ class HostLimiter(Slots):
         # a failed probe costs in 429s, so a probe waits PROBE_EVERY clean answers per 429.
         self._episode = 1
         self._streak = 0  # throttle episodes in a row, for the back-off
-        # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
-        # in it, the last of them): since the last hold ended, and the one before that hold
-        # (sent until `_held_at`). A window never spans a hold: its idle time proves nothing.
-        self._window: _Window = (math.inf, 0, -math.inf)
-        self._before: _Window = (math.inf, 0, -math.inf)
-        self._held_at = -math.inf
+        self._evidence = Evidence()  # the clean sends that prove a rate (see BURST_SECONDS)
         self.throttled = 0
 
     # -- ceilings --------------------------------------------------------------------------
@@ -226,8 +224,7 @@ class HostLimiter(Slots):
         self._sending += 1
         self.requests += 1
         self._last_grant = slot
-        if math.isinf(self._window[0]):
-            self._window = (slot, 0, slot)
+        self._evidence.open(slot)
         if self._window_end > slot:
             self._window_left -= 1
         return Ticket(
@@ -270,9 +267,7 @@ class HostLimiter(Slots):
             # announced window's next place within the assumed burst is pacing: the window
             # keeps its evidence (its proof allows a burst of that length).
             if not (pacing and wait < BURST_SECONDS):
-                if self._window[1] > 1:
-                    self._before, self._held_at = self._window, self._clock.now()
-                self._window = (math.inf, 0, -math.inf)
+                self._evidence.close(self._clock.now())
         return None
 
     # -- learning --------------------------------------------------------------------------
@@ -324,24 +319,7 @@ class HostLimiter(Slots):
 
     def _proven(self) -> float:
         """The fastest rate the host has provably admitted (see BURST_SECONDS)."""
-        return max(count / (last - start + BURST_SECONDS) for start, count, last in self._windows())
-
-    def _achieved(self) -> float:
-        """The fastest rate the host admitted over a window, its burst included.
-
-        ``inf`` before two clean answers: nothing is known against the pace yet.
-        """
-        rates = [
-            (n - 1) / (last - start) for start, n, last in self._windows() if n > 1 and last > start
-        ]
-        return max(rates) if rates else math.inf
-
-    def _windows(self) -> list[_Window]:
-        # The window since the last hold, once it holds evidence; until then the one before.
-        for window in (self._window, self._before):
-            if window[1] > 1:
-                return [window]
-        return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
+        return self._evidence.proven(BURST_SECONDS)
 
     def _has_room(self, ticket: Ticket, headers: Mapping[str, str]) -> bool:
         """Whether the host's own headers clear the pace of a throttle.
@@ -372,7 +350,7 @@ class HostLimiter(Slots):
             self._learned_cap = max(1, min(self._most_clean, ticket.on_wire - 1))
             self._wake()
             return
-        before = self._learned_cap
+        suspect = (ticket, self._learned_cap)
         if ticket.on_wire > max(1, self._most_clean) >= ticket.in_flight:
             # Another request was still out, but maybe answered already: either limit may
             # have refused it. Cap in flight where answers were clean, and cut the pace too.
@@ -380,7 +358,7 @@ class HostLimiter(Slots):
             if ticket.round != self._round or ticket.rate * self._srtt >= 2:
                 # Sent at a pace a clean answer has since raised, or with two or more at the host
                 # on every round trip anyway (a long one): not the pace, then (unless refuted).
-                self._suspect = (ticket, ticket.on_wire, before)
+                self._suspect = suspect
                 self._wake()
                 return
         elif ticket.in_flight > max(1, self._most_clean):
@@ -388,29 +366,25 @@ class HostLimiter(Slots):
             # the likelier reading. Cap in flight where answers were clean (a later probe
             # adds a place back when the cap binds); the pace stays (unless refuted).
             self._learned_cap = max(1, self._most_clean)
-            self._suspect = (ticket, ticket.in_flight, before)
+            self._suspect = suspect
             self._wake()
             return
         self._cut_pace(ticket)
 
     def _refuted(self, ticket: Ticket, *, refused: bool = False) -> None:
-        """Cut the pace after all if ``ticket``'s answer refutes a concurrency reading.
+        """Cut the pace after all if ``ticket`` (sent before a concurrency reading) refutes it.
 
-        Counting only the requests at the host that it served (the throttled ones of the
-        episode do not hold a place there), a request sent before the reading that was
-        refused with no more at the host than the cap the reading set, or that came back
-        clean with as many as the refused one found, shows the host serves that many: the
-        pace drew the throttle. Same episode: no new hold; its 429s on the wire only wait.
+        The episode's throttled requests hold no place at the host. Refused with no more at
+        the host than the cap the reading set (counting all of ours still out), or clean with
+        as many as the refused one can have found (counting those surely there): the host
+        serves that many, the pace drew the throttle. Same episode: no new hold.
         """
-        if self._suspect is None:
+        if self._suspect is None or ticket.epoch != self._suspect[0].epoch:
             return
-        first, many, before = self._suspect
-        if ticket.epoch != first.epoch:
-            return
-        served = ticket.in_flight - sum(
-            1 for sent in self._refused if ticket.sent - self._min_rtt < sent < ticket.sent
-        )
-        if (served > self._learned_cap) if refused else (served < many):
+        first, before = self._suspect
+        out = sum(1 for sent in self._refused if ticket.sent - self._min_rtt < sent < ticket.sent)
+        served = (ticket.on_wire if refused else ticket.in_flight) - out
+        if served > self._learned_cap if refused else served < first.on_wire:
             return
         self._suspect = None
         self._learned_cap = before
@@ -430,7 +404,7 @@ class HostLimiter(Slots):
             and self._held < drew
             and ticket.sent < self._round_start + BURST_SECONDS + ROUND_RTTS * self._srtt
         )
-        back = min(self._held if fresh else CUT * drew, self._achieved())
+        back = min(self._held if fresh else CUT * drew, self._evidence.achieved())
         if refuted:
             # The host refused past what the reading capped: the episode has cost two 429s or
             # more, and a guess still over a drained bucket would cost as many again. Back to
@@ -442,16 +416,14 @@ class HostLimiter(Slots):
         self.rate = self._settled = min(self._ceiling(), max(floor, self._proven(), back))
 
     def _measured(self) -> float:
-        achieved = self._achieved()
+        achieved = self._evidence.achieved()
         return achieved if math.isfinite(achieved) else UNLISTED_RATE
 
     def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
         self._calm_answers += 1
         now = self._clock.now()
-        self._window = _counted(self._window, ticket.sent)
-        if ticket.sent < self._held_at:
-            self._before = _counted(self._before, ticket.sent)
+        self._evidence.count(ticket.sent)
         if math.isfinite(ticket.sent):
             rtt = max(0.0, now - ticket.sent)
             self._srtt = rtt if self._srtt <= 0 else self._srtt + SRTT_GAIN * (rtt - self._srtt)
@@ -608,12 +580,3 @@ plugs in another, e.g. one that asks a coordinator shared by several processes
 (``litfetch_df.dask``); it must return a :class:`HostLimiter` (or a subclass)
 because the session calls ``acquire``, ``release``, ``observe`` and ``state``.
 """
-
-
-_Window = tuple[float, int, float]
-
-
-def _counted(window: _Window, sent: float) -> _Window:
-    """``window`` with one more clean answer, if the request was sent inside it."""
-    start, count, last = window
-    return (start, count + 1, max(last, sent)) if sent >= start else window
