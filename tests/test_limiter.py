@@ -1034,3 +1034,21 @@ async def test_a_concurrency_limit_at_a_long_round_trip_keeps_the_pace() -> None
     assert state.throttled <= 3
     assert state.in_flight_cap == 5
     assert state.rate >= 15.0, state
+
+
+async def test_the_pace_own_throttle_within_the_429_budget_bisects_what_the_host_may_allow() -> (
+    None
+):
+    # 15.5/s with a burst of 11 and a 16 s Retry-After: slow start reaches the politeness
+    # ceiling (20/s) and the burst hides the overshoot for seconds, so the throttle is the
+    # pace's own, not a raise's. The host proved 13/s if its burst is a second long and
+    # achieved 17.5/s if it has none; the first 429 is within the budget, so the pace
+    # goes to their geometric mean (about 15), not to the proof (13), and holds there.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05, limits={SPRINGER: Bucket(15.5, 11, "16")})
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * 200
+    assert upstream.throttled(SPRINGER) == 1
+    assert 14.0 <= state.rate <= 15.5, state

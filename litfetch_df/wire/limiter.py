@@ -393,7 +393,9 @@ class HostLimiter(Slots):
         self._wake()
 
     def _cut_pace(self, ticket: Ticket, *, refuted: bool = False) -> None:
-        drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
+        achieved = self._evidence.achieved()
+        measured = achieved if math.isfinite(achieved) else UNLISTED_RATE
+        drew = ticket.rate if math.isfinite(ticket.rate) else measured
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
@@ -404,20 +406,20 @@ class HostLimiter(Slots):
             and self._held < drew
             and ticket.sent < self._round_start + BURST_SECONDS + ROUND_RTTS * self._srtt
         )
-        back = min(self._held if fresh else CUT * drew, self._evidence.achieved())
+        back = min(self._held if fresh else CUT * drew, achieved)
+        within = self.throttled <= max(1, self.requests / PROBE_EVERY)
+        if not (fresh or refuted) and within and math.isfinite(achieved):
+            # The pace's own throttle within the 429 budget: the host's rate lies between what
+            # it proved (a burst of a second) and achieved (none); a miss costs one 429: bisect.
+            back = max(back, min(drew, math.sqrt(self._proven() * achieved)))
         if refuted:
-            # The host refused past what the reading capped: the episode has cost two 429s or
-            # more, and a guess still over a drained bucket would cost as many again. Back to
-            # what it proved, then, but a proof of few answers cuts once more at most.
+            # The episode has cost two 429s or more, and a guess still over a drained bucket
+            # would cost as many again: what it proved, but a proof of few answers half a CUT.
             back = min(back, max(self._proven(), math.sqrt(CUT) * back))
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
         floor = max(FLOOR_RATE, CUT * self._best)
         self.rate = self._settled = min(self._ceiling(), max(floor, self._proven(), back))
-
-    def _measured(self) -> float:
-        achieved = self._evidence.achieved()
-        return achieved if math.isfinite(achieved) else UNLISTED_RATE
 
     def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
