@@ -960,3 +960,95 @@ async def test_a_query_written_into_the_url_still_names_the_requests_kind() -> N
         await run_all(clock, calls)
     spacing = gaps(upstream.times(CROSSREF))
     assert min(spacing) >= 1 / 3 - EPS and max(spacing) < 0.5, spacing
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "in_flight", "retry_after"), [(7.3, 7, 6, False), (10.0, 8, 8, True)]
+)
+async def test_a_throttle_read_as_concurrency_but_refused_again_within_the_cap_cuts_the_pace(
+    rate: float, burst: int, in_flight: int, retry_after: bool
+) -> None:
+    # At 300 ms the first throttle of a host with a rate limit and a burst comes with more
+    # requests out than any clean answer was sent with: a concurrency limit, by the look of
+    # it, so in flight is capped and the pace kept. A request of the same episode refused
+    # with no more at the host than that cap (counting only the requests it served) refutes
+    # the reading: the pace is cut in that episode, to what the host proved, and no second
+    # episode comes (3 429s, not 6).
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    clock = VirtualClock()
+    gate = HostGate(GateLimit(rate, burst, max_in_flight=in_flight, retry_after=retry_after))
+
+    async def host(request: httpx.Request) -> httpx.Response:
+        verdict = gate.admit(clock.now())
+        upstream.sent.append((SPRINGER, clock.now(), 200 if verdict.admitted else 429))
+        await clock.sleep(0.3)
+        if not verdict.admitted:
+            return httpx.Response(429, headers=verdict.headers)
+        gate.release()
+        return httpx.Response(200)
+
+    upstream = Upstream(clock)
+
+    def factory() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(host))
+
+    n = 200
+    async with Session(client_factory=factory, retry=POLICY, clock=clock) as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(n)])
+        state = s.limits[SPRINGER]
+    refused = [t for _, t, status in upstream.sent if status == 429]
+    assert statuses == [200] * n
+    assert len(episodes(refused)) == 1, refused
+    assert upstream.throttled(SPRINGER) <= 3
+    assert state.rate <= rate, state
+
+
+async def test_a_concurrency_limit_at_a_long_round_trip_keeps_the_pace() -> None:
+    # The other side of the rule above: a host that refuses only a sixth request at once
+    # (its rate is far above the pace) answers every request of the episode that found five
+    # at the host or fewer: nothing refutes the reading, so in flight is capped at five and
+    # the pace stays where slow start had it.
+    from tests.fakes.limits import HostGate
+    from tests.fakes.limits import HostLimit as GateLimit
+
+    clock = VirtualClock()
+    gate = HostGate(GateLimit(40.0, 40, max_in_flight=5, retry_after=True))
+
+    async def host(request: httpx.Request) -> httpx.Response:
+        verdict = gate.admit(clock.now())
+        await clock.sleep(0.3)
+        if not verdict.admitted:
+            return httpx.Response(429, headers=verdict.headers)
+        gate.release()
+        return httpx.Response(200)
+
+    def factory() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(host))
+
+    async with Session(client_factory=factory, retry=POLICY, clock=clock) as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * 200
+    assert state.throttled <= 3
+    assert state.in_flight_cap == 5
+    assert state.rate >= 15.0, state
+
+
+async def test_the_pace_own_throttle_within_the_429_budget_bisects_what_the_host_may_allow() -> (
+    None
+):
+    # 15.5/s with a burst of 11 and a 16 s Retry-After: slow start reaches the politeness
+    # ceiling (20/s) and the burst hides the overshoot for seconds, so the throttle is the
+    # pace's own, not a raise's. The host proved 13/s if its burst is a second long and
+    # achieved 17.5/s if it has none; the first 429 is within the budget, so the pace
+    # goes to their geometric mean (about 15), not to the proof (13), and holds there.
+    clock = VirtualClock()
+    upstream = Upstream(clock, latency=0.05, limits={SPRINGER: Bucket(15.5, 11, "16")})
+    async with upstream.session() as s:
+        statuses = await run_all(clock, [s.get(url(SPRINGER, k)) for k in range(200)])
+        state = s.limits[SPRINGER]
+    assert statuses == [200] * 200
+    assert upstream.throttled(SPRINGER) == 1
+    assert 14.0 <= state.rate <= 15.5, state

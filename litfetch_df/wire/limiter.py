@@ -11,7 +11,9 @@ Every host gets a :class:`HostLimiter`, shared by all requests of a session:
   back by it, comes back clean) until the first throttle or the ceiling.
 * **A throttle** (429, 503, a domain's "slow down") is met once per episode. A
   refusal while the announced window still has room, or past the most requests a
-  clean answer was sent with, is a concurrency limit: in flight is cut. Otherwise
+  clean answer was sent with, is a concurrency limit: in flight is cut, until a request of
+  the same episode refutes it (refused within that cap, counting only the requests the
+  host served): then the pace is cut after all, to what the host proved. Otherwise
   the pace goes back to the last pace that held (the previous round's, or half a
   settled pace), never below what the host has provably admitted, and the whole
   host is held for the later of its ``Retry-After`` and a back-off. Afterwards the
@@ -38,8 +40,9 @@ The rules are this module; the queue, slots, holds and parking they drive are
 the header parsing :mod:`litfetch_df.wire.rate_headers`; see
 docs/adr/0007-adaptive-host-limiter.md.
 
-(About 570 lines, over the project's 550: the rules of one host's pace, each with the
-reason it is there, read best in one place.)
+(About 580 lines, over the project's 550: the rules of one host's pace, each with the
+reason it is there, read best in one place; the evidence windows a pace is proved by are
+:class:`~litfetch_df.wire.limiter_values.Evidence`.)
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from .http import Rate, RetryPolicy, sane_seconds
 from .limiter_slots import Slots
 from .limiter_values import (
     Ceiling,
+    Evidence,
     HostLimit,
     HostParked,
     Lessons,
@@ -172,6 +176,10 @@ class HostLimiter(Slots):
         self._announced_cap = 0  # an in-flight ceiling the host announced
         self._learned_cap = 0  # an in-flight cap a concurrency throttle taught
         self._most_clean = 0  # the most in flight a clean answer was sent with
+        # A throttle read as a concurrency limit (and the cap before it) until refuted, and the
+        # send times of its episode's throttled requests.
+        self._suspect: tuple[Ticket, int] | None = None
+        self._refused: list[float] = []
         self._srtt = 0.0  # smoothed round trip of clean answers (0: none yet)
         self._min_rtt = math.inf  # the shortest round trip seen
         self._best = 0.0  # the fastest pace ever proven (see _proven)
@@ -189,12 +197,7 @@ class HostLimiter(Slots):
         # a failed probe costs in 429s, so a probe waits PROBE_EVERY clean answers per 429.
         self._episode = 1
         self._streak = 0  # throttle episodes in a row, for the back-off
-        # Windows whose clean sends prove a rate (see BURST_SECONDS), as (start, clean sends
-        # in it, the last of them): since the last hold ended, and the one before that hold
-        # (sent until `_held_at`). A window never spans a hold: its idle time proves nothing.
-        self._window: _Window = (math.inf, 0, -math.inf)
-        self._before: _Window = (math.inf, 0, -math.inf)
-        self._held_at = -math.inf
+        self._evidence = Evidence()  # the clean sends that prove a rate (see BURST_SECONDS)
         self.throttled = 0
 
     # -- ceilings --------------------------------------------------------------------------
@@ -221,8 +224,7 @@ class HostLimiter(Slots):
         self._sending += 1
         self.requests += 1
         self._last_grant = slot
-        if math.isinf(self._window[0]):
-            self._window = (slot, 0, slot)
+        self._evidence.open(slot)
         if self._window_end > slot:
             self._window_left -= 1
         return Ticket(
@@ -265,9 +267,7 @@ class HostLimiter(Slots):
             # announced window's next place within the assumed burst is pacing: the window
             # keeps its evidence (its proof allows a burst of that length).
             if not (pacing and wait < BURST_SECONDS):
-                if self._window[1] > 1:
-                    self._before, self._held_at = self._window, self._clock.now()
-                self._window = (math.inf, 0, -math.inf)
+                self._evidence.close(self._clock.now())
         return None
 
     # -- learning --------------------------------------------------------------------------
@@ -297,8 +297,12 @@ class HostLimiter(Slots):
             # tells nothing new about the pace; it only waits.
             if retry or ticket.epoch != self._epoch:
                 self._episode += 1  # one more 429 a failed probe would cost
+                if not retry:
+                    self._refuted(ticket, refused=True)
+                self._refused.append(ticket.sent)
             else:
                 self._episode = 1
+                self._refused = [ticket.sent]
                 self._cut(ticket, crowded=self._has_room(ticket, headers))
                 self._streak += 1
                 base = max(self.policy.base_delay, 2.0 * self._interval())
@@ -315,24 +319,7 @@ class HostLimiter(Slots):
 
     def _proven(self) -> float:
         """The fastest rate the host has provably admitted (see BURST_SECONDS)."""
-        return max(count / (last - start + BURST_SECONDS) for start, count, last in self._windows())
-
-    def _achieved(self) -> float:
-        """The fastest rate the host admitted over a window, its burst included.
-
-        ``inf`` before two clean answers: nothing is known against the pace yet.
-        """
-        rates = [
-            (n - 1) / (last - start) for start, n, last in self._windows() if n > 1 and last > start
-        ]
-        return max(rates) if rates else math.inf
-
-    def _windows(self) -> list[_Window]:
-        # The window since the last hold, once it holds evidence; until then the one before.
-        for window in (self._window, self._before):
-            if window[1] > 1:
-                return [window]
-        return [w for w in (self._window, self._before) if w[1]] or [(0.0, 0, 0.0)]
+        return self._evidence.proven(BURST_SECONDS)
 
     def _has_room(self, ticket: Ticket, headers: Mapping[str, str]) -> bool:
         """Whether the host's own headers clear the pace of a throttle.
@@ -354,8 +341,8 @@ class HostLimiter(Slots):
         self._calm_since = self._clock.now()
         self._calm_answers = 0
         self._slow_start = False
-        proven = self._proven()
-        self._best = max(self._best, proven)
+        self._suspect = None
+        self._best = max(self._best, self._proven())
         if crowded:
             # Refused with room left in the announced window: a concurrency limit. One
             # place fewer than this request found on the wire (what clean answers were
@@ -363,23 +350,52 @@ class HostLimiter(Slots):
             self._learned_cap = max(1, min(self._most_clean, ticket.on_wire - 1))
             self._wake()
             return
+        suspect = (ticket, self._learned_cap)
         if ticket.on_wire > max(1, self._most_clean) >= ticket.in_flight:
             # Another request was still out, but maybe answered already: either limit may
             # have refused it. Cap in flight where answers were clean, and cut the pace too.
             self._learned_cap = max(1, self._most_clean)
             if ticket.round != self._round or ticket.rate * self._srtt >= 2:
                 # Sent at a pace a clean answer has since raised, or with two or more at the host
-                # on every round trip anyway (a long one): not the pace, then.
+                # on every round trip anyway (a long one): not the pace, then (unless refuted).
+                self._suspect = suspect
                 self._wake()
                 return
         elif ticket.in_flight > max(1, self._most_clean):
             # More at the host than any clean answer was sent with: a concurrency limit is
             # the likelier reading. Cap in flight where answers were clean (a later probe
-            # adds a place back when the cap binds); the pace stays.
+            # adds a place back when the cap binds); the pace stays (unless refuted).
             self._learned_cap = max(1, self._most_clean)
+            self._suspect = suspect
             self._wake()
             return
-        drew = ticket.rate if math.isfinite(ticket.rate) else self._measured()
+        self._cut_pace(ticket)
+
+    def _refuted(self, ticket: Ticket, *, refused: bool = False) -> None:
+        """Cut the pace after all if ``ticket`` (sent before a concurrency reading) refutes it.
+
+        The episode's throttled requests hold no place at the host. Refused with no more at
+        the host than the cap the reading set (counting all of ours still out), or clean with
+        as many as the refused one can have found (counting those surely there): the host
+        serves that many, the pace drew the throttle. Same episode: no new hold.
+        """
+        if self._suspect is None or ticket.epoch != self._suspect[0].epoch:
+            return
+        first, before = self._suspect
+        out = sum(1 for sent in self._refused if ticket.sent - self._min_rtt < sent < ticket.sent)
+        served = (ticket.on_wire if refused else ticket.in_flight) - out
+        if served > self._learned_cap if refused else served < first.on_wire:
+            return
+        self._suspect = None
+        self._learned_cap = before
+        self._epoch += 1
+        self._cut_pace(first, refuted=True)
+        self._wake()
+
+    def _cut_pace(self, ticket: Ticket, *, refuted: bool = False) -> None:
+        achieved = self._evidence.achieved()
+        measured = achieved if math.isfinite(achieved) else UNLISTED_RATE
+        drew = ticket.rate if math.isfinite(ticket.rate) else measured
         self._bad = min(self._bad, drew)
         # Back to the last pace that held: half this one (the previous round's), unless the
         # host admitted less than that; never below what it provably admitted.
@@ -390,28 +406,32 @@ class HostLimiter(Slots):
             and self._held < drew
             and ticket.sent < self._round_start + BURST_SECONDS + ROUND_RTTS * self._srtt
         )
-        back = min(self._held if fresh else CUT * drew, self._achieved())
+        back = min(self._held if fresh else CUT * drew, achieved)
+        within = self.throttled <= max(1, self.requests / PROBE_EVERY)
+        if not (fresh or refuted) and within and math.isfinite(achieved):
+            # The pace's own throttle within the 429 budget: the host's rate lies between what
+            # it proved (a burst of a second) and achieved (none); a miss costs one 429: bisect.
+            back = max(back, min(drew, math.sqrt(self._proven() * achieved)))
+        if refuted:
+            # The episode has cost two 429s or more, and a guess still over a drained bucket
+            # would cost as many again: what it proved, but a proof of few answers half a CUT.
+            back = min(back, max(self._proven(), math.sqrt(CUT) * back))
         # A host throttling far below a pace it once proved is failing, not limiting (random
         # 429s and 503s): those must not ratchet the pace down to the floor one by one.
         floor = max(FLOOR_RATE, CUT * self._best)
-        self.rate = self._settled = min(self._ceiling(), max(floor, proven, back))
-
-    def _measured(self) -> float:
-        achieved = self._achieved()
-        return achieved if math.isfinite(achieved) else UNLISTED_RATE
+        self.rate = self._settled = min(self._ceiling(), max(floor, self._proven(), back))
 
     def _clean(self, ticket: Ticket) -> None:
         self._streak = 0
         self._calm_answers += 1
         now = self._clock.now()
-        self._window = _counted(self._window, ticket.sent)
-        if ticket.sent < self._held_at:
-            self._before = _counted(self._before, ticket.sent)
+        self._evidence.count(ticket.sent)
         if math.isfinite(ticket.sent):
             rtt = max(0.0, now - ticket.sent)
             self._srtt = rtt if self._srtt <= 0 else self._srtt + SRTT_GAIN * (rtt - self._srtt)
             self._min_rtt = min(self._min_rtt, rtt)
         self._most_clean = max(self._most_clean, ticket.in_flight)
+        self._refuted(ticket)
         if not ticket.pressed or ticket.round != self._round:
             return  # only the pace that held a request back is tested by its answer
         ceiling = self._ceiling()
@@ -562,12 +582,3 @@ plugs in another, e.g. one that asks a coordinator shared by several processes
 (``litfetch_df.dask``); it must return a :class:`HostLimiter` (or a subclass)
 because the session calls ``acquire``, ``release``, ``observe`` and ``state``.
 """
-
-
-_Window = tuple[float, int, float]
-
-
-def _counted(window: _Window, sent: float) -> _Window:
-    """``window`` with one more clean answer, if the request was sent inside it."""
-    start, count, last = window
-    return (start, count + 1, max(last, sent)) if sent >= start else window

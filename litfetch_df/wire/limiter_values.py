@@ -19,6 +19,7 @@ from .http import UpstreamUnavailable
 
 __all__ = [
     "Ceiling",
+    "Evidence",
     "HostLimit",
     "HostParked",
     "Lessons",
@@ -103,6 +104,65 @@ class Ticket:
     """The slow-start round (pace generation) it was sent in."""
     on_wire: int = field(default=0, kw_only=True)
     """Requests of this limiter unanswered as it went (it included)."""
+
+
+Window = tuple[float, int, float]
+"""A stretch of clean sends: (its start, the clean sends in it, the last of them)."""
+
+_EMPTY: Window = (math.inf, 0, -math.inf)
+
+
+@dataclass(slots=True)
+class Evidence:
+    """The clean sends that prove a rate: the window since the last hold ended, and the
+    one before that hold (sent until ``held_at``). A window never spans a hold: its idle
+    time proves nothing, and the bucket refills during it.
+    """
+
+    window: Window = _EMPTY
+    before: Window = _EMPTY
+    held_at: float = -math.inf
+
+    def open(self, slot: float) -> None:
+        """A request goes at ``slot``: the first since a hold opens a window."""
+        if math.isinf(self.window[0]):
+            self.window = (slot, 0, slot)
+
+    def close(self, now: float) -> None:
+        """The host is held from ``now``: the window, once it proves anything, is kept."""
+        if self.window[1] > 1:
+            self.before, self.held_at = self.window, now
+        self.window = _EMPTY
+
+    def count(self, sent: float) -> None:
+        """A request sent at ``sent`` came back clean."""
+        self.window = _counted(self.window, sent)
+        if sent < self.held_at:
+            self.before = _counted(self.before, sent)
+
+    def proven(self, burst: float) -> float:
+        """The fastest rate provably admitted if the host allows a burst of ``burst`` s."""
+        return max(count / (last - start + burst) for start, count, last in self._windows())
+
+    def achieved(self) -> float:
+        """The fastest rate admitted over a window, its burst included (``inf``: unknown)."""
+        rates = [
+            (n - 1) / (last - start) for start, n, last in self._windows() if n > 1 and last > start
+        ]
+        return max(rates) if rates else math.inf
+
+    def _windows(self) -> list[Window]:
+        # The window since the last hold, once it holds evidence; until then the one before.
+        for window in (self.window, self.before):
+            if window[1] > 1:
+                return [window]
+        return [w for w in (self.window, self.before) if w[1]] or [(0.0, 0, 0.0)]
+
+
+def _counted(window: Window, sent: float) -> Window:
+    """``window`` with one more clean answer, if the request was sent inside it."""
+    start, count, last = window
+    return (start, count + 1, max(last, sent)) if sent >= start else window
 
 
 @dataclass(frozen=True, slots=True)
