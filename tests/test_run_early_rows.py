@@ -57,7 +57,7 @@ async def test_final_rows_start_their_steps_while_the_rest_resolve(fake: FakeUps
         # Converter and Europe PMC search, while the rows they completed are already at
         # their S3 listing. Waiting for the whole resolution, S3 would be asked only when
         # this wait runs out (real time: a safety valve, not a measure).
-        if not listed.wait(10):
+        if not listed.wait(30):
             held_in_vain.append(str(req.query.get("filter")))
         return world._openalex_works(req)
 

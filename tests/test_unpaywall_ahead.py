@@ -54,7 +54,7 @@ async def test_unpaywall_is_asked_before_the_bulk_lookups_the_bodies_wait_for(
         # after its bodies step, whose Elsevier rung waits for these records: from the
         # unit alone the question would come only when this wait runs out (real time: a
         # safety valve for a client that does not ask ahead, not a measure).
-        if not asked.wait(10):
+        if not asked.wait(30):
             held_in_vain.append(req.path)
         return world._crossref_list(req)
 
